@@ -1,0 +1,92 @@
+"""The contract between Combee and a base method (ACE, GEPA, ...).
+
+A base method exposes rollout, reflect, curate, merge and apply. Combee runs rollouts and
+reflections of a batch concurrently against a frozen context, then aggregates the reflections
+with a :class:`Strategy` (sequential, naive, combee, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from combee.tasks.base import Sample, Score
+
+C = TypeVar("C")
+"""The learned context: an ACE playbook, a GEPA system prompt."""
+U = TypeVar("U")
+"""An update to the context: ACE delta operations, a GEPA instruction."""
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """The generator's attempt on one sample, scored."""
+
+    sample: Sample
+    prediction: str
+    score: Score
+    details: Mapping[str, Any] = field(default_factory=dict)
+    """Method-specific fields of the attempt (ACE: reasoning, bullet_ids used)."""
+
+
+@dataclass(frozen=True)
+class Reflection:
+    """The lesson drawn from one trajectory."""
+
+    sample_id: str
+    fields: Mapping[str, Any]
+    """The reflector's structured answer (ACE: key_insight, bullet_tags, ...)."""
+    correct: bool = False
+
+    def render(self) -> str:
+        """A compact text form for aggregator prompts."""
+        lines = [f"sample {self.sample_id} ({'correct' if self.correct else 'wrong'}):"]
+        for key, value in self.fields.items():
+            if value in ("", None, [], {}):
+                continue
+            lines.append(f"  {key}: {value}")
+        return "\n".join(lines)
+
+
+class Method(Protocol[C, U]):
+    """A base prompt-learning method, as Combee drives it."""
+
+    async def rollout(self, context: C, sample: Sample) -> Trajectory: ...
+
+    async def reflect(self, context: C, trajectory: Trajectory) -> Reflection: ...
+
+    async def curate(self, context: C, reflections: Sequence[Reflection]) -> U: ...
+
+    async def merge(self, context: C, updates: Sequence[U]) -> U: ...
+
+    def tally(self, context: C, reflections: Sequence[Reflection]) -> C:
+        """Fold per-reflection feedback that needs no LLM (ACE: helpful/harmful counters)."""
+        ...
+
+    def apply(self, context: C, update: U) -> C:
+        """Apply an update deterministically and atomically."""
+        ...
+
+
+@dataclass
+class ReduceTrace(Generic[U]):
+    """What one reduction did: the groups at each level and the update it produced."""
+
+    levels: list[list[list[int]]] = field(default_factory=list)
+    """levels[l][g] = indices (into the level's inputs) that group g of level l received."""
+    update: U | None = None
+
+
+class Strategy(Protocol):
+    """How a batch of reflections becomes one update."""
+
+    name: str
+
+    def batch_size(self, requested: int) -> int:
+        """The batch size this strategy runs at given the user's request (sequential: 1)."""
+        ...
+
+    async def reduce(
+        self, method: Method[C, U], context: C, reflections: Sequence[Reflection]
+    ) -> ReduceTrace[U]: ...

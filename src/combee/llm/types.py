@@ -1,0 +1,101 @@
+"""The LLM interface: one async call returning text plus usage."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Message = Mapping[str, str]
+"""An OpenAI-style chat message: ``{"role": "system"|"user"|"assistant", "content": ...}``."""
+
+JsonMode = Literal["json_schema", "json_object_schema", "json_object", "none"]
+"""How a JSON schema reaches the server:
+
+- ``json_schema``: ``response_format={"type": "json_schema", "json_schema": {...}}`` (OpenAI, vLLM).
+- ``json_object_schema``: ``{"type": "json_object", "schema": {...}}`` (llama.cpp server).
+- ``json_object``: ``{"type": "json_object"}``, the schema only described in the prompt.
+- ``none``: no ``response_format`` at all; the prompt carries the schema.
+"""
+
+
+@dataclass(frozen=True)
+class JsonSchema:
+    """A named JSON schema a role's reply must satisfy."""
+
+    name: str
+    schema: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One model reply with its usage."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    model: str
+    cost: float | None = None
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class Request:
+    """Everything that determines a reply; also the response-cache key."""
+
+    messages: tuple[tuple[str, str], ...]
+    temperature: float
+    max_tokens: int
+    json_schema: JsonSchema | None = None
+    seed: int | None = None
+
+    @staticmethod
+    def build(
+        messages: Sequence[Message],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 2048,
+        json_schema: JsonSchema | None = None,
+        seed: int | None = None,
+    ) -> Request:
+        return Request(
+            messages=tuple((m["role"], m["content"]) for m in messages),
+            temperature=temperature,
+            max_tokens=max_tokens,
+            json_schema=json_schema,
+            seed=seed,
+        )
+
+    def chat_messages(self) -> list[dict[str, str]]:
+        return [{"role": r, "content": c} for r, c in self.messages]
+
+
+class Backend(Protocol):
+    """A provider of completions (an OpenAI-compatible endpoint, a local model, ...).
+
+    Backends do one attempt per call and raise; retries, caching, concurrency limits and
+    accounting live in :class:`combee.llm.client.LLM` around them.
+    """
+
+    model: str
+
+    async def complete(self, request: Request) -> Completion: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass
+class RoleUsage:
+    """Accumulated usage of one role (generator, reflector, curator, merge, ...)."""
+
+    calls: int = 0
+    failed_calls: int = 0
+    cached_calls: int = 0
+    retries: int = 0
+    reasks: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cost: float = 0.0
+    retries_by_kind: dict[str, int] = field(default_factory=dict)

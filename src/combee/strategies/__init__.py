@@ -1,0 +1,14 @@
+"""Aggregation strategies: how a batch of reflections becomes one update."""
+
+from combee.strategies.combee import CombeeStrategy
+from combee.strategies.naive import NaiveStrategy
+from combee.strategies.registry import STRATEGY_NAMES, get_strategy
+from combee.strategies.sequential import SequentialStrategy
+
+__all__ = [
+    "STRATEGY_NAMES",
+    "CombeeStrategy",
+    "NaiveStrategy",
+    "SequentialStrategy",
+    "get_strategy",
+]

@@ -1,0 +1,44 @@
+"""``combee``: augmented shuffle + scan reduce over a batch of reflections."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import TypeVar
+
+from combee.core.scan import scan_reduce
+from combee.core.types import Method, Reflection, ReduceTrace
+
+C = TypeVar("C")
+U = TypeVar("U")
+
+
+class CombeeStrategy:
+    """Duplicate each reflection ``p`` times, shuffle (seeded), curate ``floor(sqrt(n))`` groups
+    concurrently against the same context, merge their local updates (more levels past
+    ``fan_in``)."""
+
+    name = "combee"
+
+    def __init__(self, *, p: int = 2, fan_in: int = 32, seed: int = 0) -> None:
+        if p < 1:
+            raise ValueError(f"duplication p must be at least 1 (got {p})")
+        self.p = p
+        self.fan_in = fan_in
+        self._rng = random.Random(seed)
+
+    def batch_size(self, requested: int) -> int:
+        return requested
+
+    async def reduce(
+        self, method: Method[C, U], context: C, reflections: Sequence[Reflection]
+    ) -> ReduceTrace[U]:
+        async def curate(group: Sequence[Reflection]) -> U:
+            return await method.curate(context, group)
+
+        async def merge(updates: Sequence[U]) -> U:
+            return await method.merge(context, updates)
+
+        return await scan_reduce(
+            reflections, curate, merge, p=self.p, fan_in=self.fan_in, rng=self._rng
+        )

@@ -1,0 +1,24 @@
+"""``naive``: batch size b, one curate call over the whole batch (suffers context overload)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeVar
+
+from combee.core.types import Method, Reflection, ReduceTrace
+from combee.strategies.single_call import curate_once
+
+C = TypeVar("C")
+U = TypeVar("U")
+
+
+class NaiveStrategy:
+    name = "naive"
+
+    def batch_size(self, requested: int) -> int:
+        return requested
+
+    async def reduce(
+        self, method: Method[C, U], context: C, reflections: Sequence[Reflection]
+    ) -> ReduceTrace[U]:
+        return await curate_once(method, context, reflections)
