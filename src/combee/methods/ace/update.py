@@ -1,0 +1,24 @@
+"""The update an ACE curator or merger proposes: delta operations not yet applied."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class AceUpdate:
+    """Delta operations for a playbook, as the model wrote them (validated only on apply)."""
+
+    operations: list[dict[str, Any]] = field(default_factory=list)
+    reasoning: str = ""
+    source: str = ""
+    """Which role produced it: "curator", "merge", or "none" when no call was needed."""
+
+    def render(self) -> str:
+        """The operations as a JSON array, one operation per line."""
+        if not self.operations:
+            return "[]"
+        lines = ",\n".join("  " + json.dumps(op, ensure_ascii=False) for op in self.operations)
+        return f"[\n{lines}\n]"

@@ -1,0 +1,189 @@
+"""A deterministic stand-in model for the four ACE roles, for tests and simulations.
+
+It reads the chat request that :mod:`combee.methods.ace.prompts` builds and answers with valid JSON
+for the role, in a way that makes learning observable:
+
+- generator: answers :func:`scripted_answer` (the "right" answer) when a playbook bullet mentions
+  the question's topic (the formula name), a wrong answer otherwise; cites bullet ids it saw.
+- reflector: a key insight naming the topic; tags the cited bullets.
+- curator: one ADD per reflection, carrying its key insight.
+- merge: the union of the local updates' ADDs, de-duplicated by content.
+
+A simulated task whose gold answers are ``scripted_answer(question)`` is therefore solved once the
+playbook holds a lesson about the question's formula. Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from combee.methods.ace.prompts import ALLOWED_SECTIONS_LABEL, SYSTEM_PROMPTS
+from combee.sim.responders import echo_responder
+
+_FORMULA_RE = re.compile(r"Use formula (?P<name>.+?) to answer", re.IGNORECASE)
+_DEFINITION_RE = re.compile(r"Formula:\s*(?P<name>[^=\n]+?)\s*=")
+_BULLET_RE = re.compile(r"^\[(?P<id>[a-z]+-\d{5,})\] helpful=\d+ harmful=\d+ :: (?P<text>.*)$")
+_REFLECTION_RE = re.compile(r"^### Reflection \d+\s*$", re.MULTILINE)
+_UPDATE_RE = re.compile(r"^### Local update \d+\s*$", re.MULTILINE)
+_SPACE_RE = re.compile(r"\s+")
+
+
+def _digest(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+def _normal(text: str) -> str:
+    return _SPACE_RE.sub(" ", text).strip()
+
+
+def scripted_answer(question: str) -> str:
+    """The answer the scripted generator gives when its playbook covers the question's topic."""
+    return f"{_digest(_normal(question)) % 100_000 / 100:.2f}"
+
+
+def wrong_answer(question: str) -> str:
+    """The answer it gives otherwise: always different from :func:`scripted_answer`."""
+    return f"{float(scripted_answer(question)) + 1:.2f}"
+
+
+def topic_of(question: str, context: str = "") -> str:
+    """The formula a question is about ("Use formula X to answer", "Formula: X = ..."), else its
+    first few words."""
+    for text in (context, question):
+        for pattern in (_FORMULA_RE, _DEFINITION_RE):
+            match = pattern.search(text)
+            if match:
+                return _normal(match["name"])
+    return " ".join(_normal(question).split(" ")[:6])
+
+
+def _block(text: str, tag: str) -> str:
+    match = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", text, re.DOTALL)
+    return match.group(1) if match else ""
+
+
+def _bullets(text: str) -> list[tuple[str, str]]:
+    """(id, text) of every bullet line in ``text``."""
+    found = []
+    for line in text.splitlines():
+        match = _BULLET_RE.match(line.strip())
+        if match:
+            found.append((match["id"], match["text"]))
+    return found
+
+
+def _mentions(bullet_text: str, topic: str) -> bool:
+    return topic.casefold() in bullet_text.casefold()
+
+
+def _generator(prompt: str) -> dict[str, Any]:
+    question = _block(prompt, "question")
+    topic = topic_of(question, _block(prompt, "context"))
+    bullets = _bullets(_block(prompt, "playbook"))
+    relevant = [bullet_id for bullet_id, text in bullets if _mentions(text, topic)]
+    if relevant:
+        return {
+            "reasoning": f"The playbook covers {topic}; applying its lesson.",
+            "bullet_ids": relevant[:3],
+            "final_answer": scripted_answer(question),
+        }
+    return {
+        "reasoning": f"No playbook lesson about {topic}; guessing.",
+        "bullet_ids": [bullet_id for bullet_id, _ in bullets[:1]],
+        "final_answer": wrong_answer(question),
+    }
+
+
+def _reflector(prompt: str) -> dict[str, Any]:
+    question = _block(prompt, "question")
+    topic = topic_of(question, _block(prompt, "context"))
+    correct = _block(prompt, "outcome").strip() == "correct"
+    tags = []
+    for bullet_id, text in _bullets(_block(prompt, "cited_bullets")):
+        tag = "helpful" if _mentions(text, topic) else "neutral"
+        if not correct:
+            tag = "harmful"
+        tags.append({"id": bullet_id, "tag": tag})
+    return {
+        "reasoning": f"Sample {_block(prompt, 'sample_id')} is about {topic}.",
+        "error_identification": "" if correct else f"The {topic} result was wrong.",
+        "root_cause_analysis": "" if correct else f"The {topic} formula was not applied.",
+        "correct_approach": f"Apply the {topic} formula step by step.",
+        "key_insight": f"For {topic} questions, apply the {topic} formula exactly as defined "
+        "and round the result to two decimals.",
+        "bullet_tags": tags,
+    }
+
+
+def _allowed_sections(prompt: str) -> list[str]:
+    for line in prompt.splitlines():
+        if line.startswith(ALLOWED_SECTIONS_LABEL):
+            return re.findall(r"([\w-]+) \(", line[len(ALLOWED_SECTIONS_LABEL) :])
+    return []
+
+
+def _curator(prompt: str) -> dict[str, Any]:
+    sections = _allowed_sections(prompt) or ["other"]
+    operations = []
+    for chunk in _REFLECTION_RE.split(prompt)[1:]:
+        match = re.search(r"^\s*key_insight: (.+)$", chunk, re.MULTILINE)
+        if match:
+            content = match.group(1).strip()
+            section = sections[_digest(content) % len(sections)]
+            operations.append({"type": "ADD", "section": section, "content": content})
+    reasoning = f"{len(operations)} lesson(s) from the reflections."
+    return {"reasoning": reasoning, "operations": operations}
+
+
+def _merge(prompt: str) -> dict[str, Any]:
+    seen: set[str] = set()
+    operations = []
+    for chunk in _UPDATE_RE.split(prompt)[1:]:
+        start = chunk.find("```json")
+        if start < 0:
+            continue
+        try:
+            ops, _ = json.JSONDecoder().raw_decode(chunk[start + len("```json") :].lstrip())
+        except ValueError:
+            continue
+        for op in ops if isinstance(ops, list) else []:
+            if not isinstance(op, dict) or op.get("type") != "ADD":
+                continue
+            key = _normal(str(op.get("content", ""))).casefold()
+            if key and key not in seen:
+                seen.add(key)
+                operations.append(op)
+    return {"reasoning": "The union of the local updates' additions.", "operations": operations}
+
+
+_ROLES = {"generator": _generator, "reflector": _reflector, "curator": _curator, "merge": _merge}
+
+
+def _role(body: Mapping[str, Any], messages: list[Mapping[str, Any]]) -> str | None:
+    response_format = body.get("response_format")
+    if isinstance(response_format, Mapping):
+        spec = response_format.get("json_schema")
+        if isinstance(spec, Mapping) and spec.get("name") in _ROLES:
+            return str(spec["name"])
+    for message in messages:
+        if message.get("role") == "system":
+            content = str(message.get("content", ""))
+            for role, system in SYSTEM_PROMPTS.items():
+                if content.startswith(system[:60]):
+                    return role
+    return None
+
+
+def ace_responder(body: Mapping[str, Any]) -> str:
+    """The assistant content for an ACE role request (OpenAI chat-completions body)."""
+    raw = body.get("messages")
+    messages = [m for m in raw if isinstance(m, Mapping)] if isinstance(raw, list) else []
+    role = _role(body, messages)
+    if role is None:
+        return echo_responder(body)  # e.g. a client's connectivity check
+    prompt = next((str(m.get("content", "")) for m in messages if m.get("role") == "user"), "")
+    return json.dumps(_ROLES[role](prompt))
