@@ -32,7 +32,9 @@ def test_every_item_appears_exactly_p_times_in_balanced_groups(
 
 
 @settings(max_examples=300, deadline=None)
-@given(n=st.integers(1, 300), p=st.integers(1, 4), extra=st.integers(0, 20), seed=st.integers(0, 10**6))
+@given(
+    n=st.integers(1, 300), p=st.integers(1, 4), extra=st.integers(0, 20), seed=st.integers(0, 10**6)
+)
 def test_copies_land_in_distinct_groups_when_k_at_least_p(
     n: int, p: int, extra: int, seed: int
 ) -> None:

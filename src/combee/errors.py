@@ -1,6 +1,7 @@
 """Errors a user can cause. Each carries one message that says what to do about it.
 
-The CLI prints ``str(error)`` for any :class:`CombeeError` and exits non-zero; anything else is a bug.
+The CLI prints ``str(error)`` for any :class:`CombeeError` and exits non-zero; anything else
+is a bug.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from combee.core.evaluate import Evaluation, SampleFailure, evaluate
+from combee.core.evaluate import SampleFailure, evaluate
 from combee.core.types import Method, ReduceTrace, Reflection, Strategy, Trajectory
 from combee.errors import LLMCallError
 from combee.tasks.base import Sample, Score

@@ -46,10 +46,10 @@ def augmented_groups(n: int, *, p: int, k: int, rng: random.Random) -> list[list
 def _swap_in(item: int, open_group: int, groups: list[list[int]], members: list[set[int]]) -> None:
     """Place ``item`` when the only group with room, ``open_group``, already holds a copy of it.
 
-    Move some ``other`` out of a (full) group lacking ``item`` into ``open_group`` (which must lack
-    ``other``) and put ``item`` in its place. With ``k >= p`` such a group exists (fewer than ``p``
-    copies of ``item`` are placed) and it holds at least one item ``open_group`` lacks: its size is at
-    least ``open_group``'s capacity minus one, more than ``open_group``'s items other than ``item``.
+    Move some ``other`` out of a (full) group lacking ``item`` into ``open_group`` (which must
+    lack ``other``) and put ``item`` in its place. With ``k >= p`` such a group exists (fewer than
+    ``p`` copies of ``item`` are placed) and it holds an item ``open_group`` lacks: its size is at
+    least ``open_group``'s capacity minus one, more than ``open_group``'s items besides ``item``.
     """
     for g, group in enumerate(groups):
         if g == open_group or item in members[g]:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from combee.core.scan import scan_reduce
-from combee.core.types import Method, Reflection, ReduceTrace
+from combee.core.types import Method, ReduceTrace, Reflection
 
 C = TypeVar("C")
 U = TypeVar("U")

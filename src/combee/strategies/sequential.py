@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
-from combee.core.types import Method, Reflection, ReduceTrace
+from combee.core.types import Method, ReduceTrace, Reflection
 from combee.strategies.single_call import curate_once
 
 C = TypeVar("C")

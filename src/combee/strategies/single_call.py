@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
-from combee.core.types import Method, Reflection, ReduceTrace
+from combee.core.types import Method, ReduceTrace, Reflection
 
 C = TypeVar("C")
 U = TypeVar("U")

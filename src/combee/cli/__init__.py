@@ -1,0 +1,1 @@
+"""The ``combee`` command line."""

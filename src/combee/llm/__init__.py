@@ -1,0 +1,24 @@
+"""The LLM interface, its backends, retries, response cache and accounting."""
+
+from combee.llm.accounting import CallRecord, Prices
+from combee.llm.cache import ResponseCache
+from combee.llm.client import LLM
+from combee.llm.openai_backend import OpenAIBackend
+from combee.llm.structured import parse_json_reply
+from combee.llm.types import Backend, Completion, JsonMode, JsonSchema, Message, Request, RoleUsage
+
+__all__ = [
+    "LLM",
+    "Backend",
+    "CallRecord",
+    "Completion",
+    "JsonMode",
+    "JsonSchema",
+    "Message",
+    "OpenAIBackend",
+    "Prices",
+    "Request",
+    "ResponseCache",
+    "RoleUsage",
+    "parse_json_reply",
+]

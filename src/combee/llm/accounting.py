@@ -1,0 +1,87 @@
+"""Per-role usage, cost and a timeline of calls."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+from combee.llm.types import Completion, RoleUsage
+
+
+@dataclass(frozen=True)
+class Prices:
+    """USD per million tokens."""
+
+    prompt_per_mtok: float
+    completion_per_mtok: float
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        return (
+            prompt_tokens * self.prompt_per_mtok + completion_tokens * self.completion_per_mtok
+        ) / 1e6
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One logical call as the client saw it (times from ``time.perf_counter()``)."""
+
+    role: str
+    start: float
+    """When the call was issued, before waiting for a concurrency slot."""
+    sent: float
+    """When the first attempt left (equal to ``start`` for a cache hit)."""
+    end: float
+    ok: bool
+    attempts: int
+    """Backend attempts made; 0 for a cache hit."""
+    error: str | None
+    """A short reason when not ok."""
+
+
+class Accounting:
+    """Accumulates :class:`RoleUsage` per role and the list of :class:`CallRecord`.
+
+    Only touched from the event loop thread, so it needs no lock.
+    """
+
+    def __init__(self) -> None:
+        self._roles: dict[str, RoleUsage] = {}
+        self.calls: list[CallRecord] = []
+
+    def role(self, role: str) -> RoleUsage:
+        usage = self._roles.get(role)
+        if usage is None:
+            usage = self._roles[role] = RoleUsage()
+        return usage
+
+    def served(self, role: str, completion: Completion) -> None:
+        """A reply the endpoint produced (cache hits go through :meth:`cache_hit`)."""
+        usage = self.role(role)
+        usage.calls += 1
+        usage.prompt_tokens += completion.prompt_tokens
+        usage.completion_tokens += completion.completion_tokens
+        usage.latency_s += completion.latency_s
+        if completion.cost is not None:
+            usage.cost += completion.cost
+
+    def cache_hit(self, role: str) -> None:
+        """A reply from the cache: counted as a call, with no tokens, latency or cost spent."""
+        usage = self.role(role)
+        usage.calls += 1
+        usage.cached_calls += 1
+
+    def failed(self, role: str) -> None:
+        usage = self.role(role)
+        usage.calls += 1
+        usage.failed_calls += 1
+
+    def retried(self, role: str, kind: str) -> None:
+        usage = self.role(role)
+        usage.retries += 1
+        usage.retries_by_kind[kind] = usage.retries_by_kind.get(kind, 0) + 1
+
+    def reasked(self, role: str) -> None:
+        self.role(role).reasks += 1
+
+    def snapshot(self) -> dict[str, RoleUsage]:
+        return {name: copy.deepcopy(usage) for name, usage in self._roles.items()}

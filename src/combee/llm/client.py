@@ -1,0 +1,310 @@
+"""The LLM client every role calls: cache, concurrency limit, retries, JSON checking, accounting."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from combee.errors import CombeeError, ConfigError, EndpointError, InvalidReplyError, LLMCallError
+from combee.llm.accounting import Accounting, CallRecord, Prices
+from combee.llm.cache import ResponseCache, cache_key
+from combee.llm.retry import Failure, backoff_delay, classify
+from combee.llm.structured import (
+    SchemaValidators,
+    parse_json_reply,
+    reask_message,
+    schema_instruction,
+)
+from combee.llm.types import Backend, Completion, JsonMode, JsonSchema, Message, Request, RoleUsage
+
+__all__ = ["LLM", "CallRecord", "Prices"]
+
+_PREFLIGHT_ROLE = "preflight"
+
+
+class LLM:
+    """Wraps a :class:`Backend` with everything a training run needs around each call.
+
+    ``json_mode`` says how schemas reach the model; unless it is ``json_schema`` (or the
+    backend's own ``json_mode`` is something else) the schema is also written into the system
+    prompt. The LLM owns ``cache``: :meth:`aclose` closes it.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        concurrency: int = 64,
+        max_retries: int = 4,
+        timeout_s: float = 120.0,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 30.0,
+        cache: ResponseCache | None = None,
+        json_mode: JsonMode = "json_schema",
+        prices: Prices | None = None,
+        seed: int | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ConfigError(f"LLM concurrency must be at least 1, got {concurrency}")
+        if max_retries < 0:
+            raise ConfigError(f"LLM max_retries must be at least 0, got {max_retries}")
+        if timeout_s <= 0:
+            raise ConfigError(f"LLM timeout must be positive, got {timeout_s}")
+        self._backend = backend
+        self._semaphore = asyncio.Semaphore(concurrency)
+        self._max_retries = max_retries
+        self._timeout_s = timeout_s
+        self._backoff_base_s = backoff_base_s
+        self._backoff_max_s = backoff_max_s
+        self._cache = cache
+        backend_mode: JsonMode = getattr(backend, "json_mode", json_mode)
+        self._json_mode: JsonMode = json_mode if json_mode != "json_schema" else backend_mode
+        self._prices = prices
+        self._seed = seed
+        self._rng = random.Random(seed)
+        self._base_url: str | None = getattr(backend, "base_url", None)
+        self._accounting = Accounting()
+        self._validators = SchemaValidators()
+        self._instructions: dict[int, tuple[JsonSchema, str]] = {}
+
+    @property
+    def model(self) -> str:
+        return self._backend.model
+
+    @property
+    def json_mode(self) -> JsonMode:
+        return self._json_mode
+
+    def usage(self) -> dict[str, RoleUsage]:
+        """Usage per role, a copy."""
+        return self._accounting.snapshot()
+
+    @property
+    def calls(self) -> list[CallRecord]:
+        """Every logical call so far, in completion order, a copy."""
+        return list(self._accounting.calls)
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        role: str,
+        temperature: float = 0.0,
+        max_tokens: int = 2048,
+        json_schema: JsonSchema | None = None,
+    ) -> Completion:
+        request = self._request(messages, temperature, max_tokens, json_schema)
+        completion, key = await self._call(request, role)
+        if key is not None and not completion.cached:
+            await self._remember(key, completion)
+        return completion
+
+    async def complete_json(
+        self,
+        messages: Sequence[Message],
+        *,
+        role: str,
+        schema: JsonSchema,
+        temperature: float = 0.0,
+        max_tokens: int = 2048,
+    ) -> tuple[dict[str, Any], Completion]:
+        """A reply parsed and validated against ``schema``, re-asking once when it is not."""
+        request = self._request(messages, temperature, max_tokens, schema)
+        completion, key = await self._call(request, role)
+        value, problem = self._check(completion.text, schema)
+        if value is not None:
+            if key is not None and not completion.cached:
+                await self._remember(key, completion)
+            return value, completion
+        self._accounting.reasked(role)
+        reask = [
+            *request.chat_messages(),
+            {"role": "assistant", "content": completion.text},
+            {"role": "user", "content": reask_message(problem or "")},
+        ]
+        retry_request = Request.build(
+            reask,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            json_schema=schema,
+            seed=self._seed,
+        )
+        completion, key = await self._call(retry_request, role)
+        value, problem = self._check(completion.text, schema)
+        if value is not None:
+            if key is not None and not completion.cached:
+                await self._remember(key, completion)
+            return value, completion
+        self._accounting.role(role).failed_calls += 1
+        raise InvalidReplyError(
+            f"{role}: the reply is still invalid after one re-ask: {problem}; "
+            f"the reply starts with {completion.text[:200]!r}"
+        )
+
+    async def preflight(self) -> None:
+        """One tiny call, so a wrong URL, key or model fails before any work starts."""
+        request = Request.build(
+            [{"role": "user", "content": "Reply with OK."}], max_tokens=1, seed=self._seed
+        )
+        try:
+            await self._attempts(request, _PREFLIGHT_ROLE, time.perf_counter(), preflight=True)
+        except EndpointError:
+            raise
+        except LLMCallError as error:
+            raise EndpointError(
+                f"the LLM endpoint at {self._base_url or self.model} failed a test call: {error}"
+            ) from None
+
+    async def aclose(self) -> None:
+        try:
+            await self._backend.aclose()
+        finally:
+            if self._cache is not None:
+                self._cache.close()
+
+    def _request(
+        self,
+        messages: Sequence[Message],
+        temperature: float,
+        max_tokens: int,
+        schema: JsonSchema | None,
+    ) -> Request:
+        if schema is not None and self._json_mode != "json_schema":
+            messages = self._with_instruction(messages, schema)
+        return Request.build(
+            messages,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            json_schema=schema,
+            seed=self._seed,
+        )
+
+    def _with_instruction(self, messages: Sequence[Message], schema: JsonSchema) -> list[Message]:
+        """The messages with the schema described in the last system message (or a new one)."""
+        entry = self._instructions.get(id(schema))
+        if entry is None or entry[0] is not schema:
+            if len(self._instructions) >= 256:
+                self._instructions.clear()
+            entry = (schema, schema_instruction(schema))
+            self._instructions[id(schema)] = entry
+        instruction = entry[1]
+        result: list[Message] = list(messages)
+        for index in range(len(result) - 1, -1, -1):
+            if result[index]["role"] == "system":
+                content = result[index]["content"]
+                result[index] = {"role": "system", "content": f"{content}\n\n{instruction}"}
+                return result
+        return [{"role": "system", "content": instruction}, *result]
+
+    def _check(self, text: str, schema: JsonSchema) -> tuple[dict[str, Any] | None, str | None]:
+        try:
+            value = parse_json_reply(text)
+        except ValueError as error:
+            return None, f"the reply is not a JSON object ({error})"
+        problem = self._validators.error(schema, value)
+        if problem is not None:
+            return None, f"the JSON does not match the schema '{schema.name}' {problem}"
+        return value, None
+
+    async def _call(self, request: Request, role: str) -> tuple[Completion, str | None]:
+        """A completion from the cache or the backend, and its cache key (None: no cache)."""
+        start = time.perf_counter()
+        if self._cache is None:
+            return await self._attempts(request, role, start), None
+        key = cache_key(
+            request, model=self.model, base_url=self._base_url, json_mode=self._json_mode
+        )
+        hit = await self._cache.get(key)
+        if hit is None:
+            return await self._attempts(request, role, start), key
+        self._accounting.cache_hit(role)
+        self._accounting.calls.append(
+            CallRecord(role, start, start, time.perf_counter(), True, 0, None)
+        )
+        return replace(hit, cached=True, cost=None if hit.cost is None else 0.0), key
+
+    async def _remember(self, key: str, completion: Completion) -> None:
+        if self._cache is not None:
+            await self._cache.put(key, completion)
+
+    async def _attempts(
+        self, request: Request, role: str, start: float, *, preflight: bool = False
+    ) -> Completion:
+        """Backend attempts under the concurrency limit, retrying transient failures."""
+        sent: float | None = None
+        attempts = 0
+        while True:
+            failure: Failure | None = None
+            async with self._semaphore:
+                if sent is None:
+                    sent = time.perf_counter()
+                attempts += 1
+                try:
+                    completion = await asyncio.wait_for(
+                        self._backend.complete(request), self._timeout_s
+                    )
+                except CombeeError as error:
+                    self._record_failure(role, start, sent, attempts, str(error))
+                    raise
+                except Exception as error:
+                    failure = classify(error)
+            if failure is None:
+                break
+            if preflight and failure.kind == "connection":
+                self._record_failure(role, start, sent, attempts, failure.detail)
+                raise EndpointError(
+                    f"cannot reach the LLM endpoint at {self._base_url or self.model}: "
+                    f"{failure.detail}. Check --base-url and that the server is running."
+                )
+            if not failure.transient or attempts > self._max_retries:
+                self._record_failure(role, start, sent, attempts, failure.kind)
+                raise self._error(role, failure, attempts)
+            self._accounting.retried(role, failure.kind)
+            await asyncio.sleep(
+                backoff_delay(
+                    attempts - 1,
+                    failure,
+                    base_s=self._backoff_base_s,
+                    max_s=self._backoff_max_s,
+                    rng=self._rng,
+                )
+            )
+        if self._prices is not None:
+            cost = self._prices.cost(completion.prompt_tokens, completion.completion_tokens)
+            completion = replace(completion, cost=cost)
+        self._accounting.served(role, completion)
+        self._accounting.calls.append(
+            CallRecord(role, start, sent, time.perf_counter(), True, attempts, None)
+        )
+        return completion
+
+    def _record_failure(
+        self, role: str, start: float, sent: float, attempts: int, reason: str
+    ) -> None:
+        self._accounting.failed(role)
+        self._accounting.calls.append(
+            CallRecord(role, start, sent, time.perf_counter(), False, attempts, reason)
+        )
+
+    def _error(self, role: str, failure: Failure, attempts: int) -> CombeeError:
+        if failure.status in (401, 403):
+            variable = getattr(self._backend, "api_key_env", "the API key variable")
+            return EndpointError(
+                f"the endpoint rejected the API key in ${variable} (HTTP {failure.status}) "
+                f"for model '{self.model}': check the key and its access to the model"
+            )
+        if failure.status == 404:
+            return EndpointError(
+                f"the endpoint {self._base_url or ''} answered 404 for model '{self.model}': "
+                "check --model, and that --base-url ends where the server's /chat/completions "
+                "lives (usually .../v1)"
+            )
+        status = f", HTTP {failure.status}" if failure.status is not None else ""
+        return LLMCallError(
+            f"{role} call failed ({failure.kind}{status}) after {attempts} attempt(s): "
+            f"{failure.detail}"
+        )

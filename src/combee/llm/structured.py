@@ -1,0 +1,93 @@
+"""JSON replies: lenient parsing, cached schema validators, and the schema-in-the-prompt text."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
+
+from combee.llm.types import JsonSchema
+
+_decoder = json.JSONDecoder()
+_MAX_VALIDATORS = 256
+
+
+def parse_json_reply(text: str) -> dict[str, Any]:
+    """The JSON object in a model reply, tolerating code fences and surrounding prose.
+
+    Raises ValueError when the reply holds no JSON object.
+    """
+    stripped = _strip_fences(text.strip())
+    try:
+        value = json.loads(stripped)
+    except ValueError:
+        value = _first_object(stripped)
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _strip_fences(text: str) -> str:
+    if not text.startswith("```"):
+        return text
+    body = text[3:]
+    newline = body.find("\n")
+    # Drop the info string ("json") of the opening fence.
+    body = body[newline + 1 :] if newline >= 0 else body
+    end = body.rfind("```")
+    return (body[:end] if end >= 0 else body).strip()
+
+
+def _first_object(text: str) -> Any:
+    """The first decodable ``{...}`` in ``text``; the JSON decoder handles braces inside strings."""
+    start = text.find("{")
+    while start >= 0:
+        try:
+            value, _ = _decoder.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        return value
+    raise ValueError("no JSON object found in the reply")
+
+
+class SchemaValidators:
+    """One compiled validator per schema, built on first use."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[JsonSchema, Draft202012Validator]] = {}
+
+    def error(self, schema: JsonSchema, value: Mapping[str, Any]) -> str | None:
+        """The most relevant validation error as one line, or None when ``value`` is valid."""
+        entry = self._by_id.get(id(schema))
+        if entry is None or entry[0] is not schema:
+            if len(self._by_id) >= _MAX_VALIDATORS:
+                self._by_id.clear()  # callers building a schema per call must not grow this forever
+            # Keep the schema object referenced so its id cannot be reused by another one.
+            entry = (schema, Draft202012Validator(dict(schema.schema)))
+            self._by_id[id(schema)] = entry
+        found = best_match(entry[1].iter_errors(value))
+        if found is None:
+            return None
+        where = "/".join(str(part) for part in found.absolute_path)
+        return f"at '{where or '<root>'}': {found.message}"
+
+
+def schema_instruction(schema: JsonSchema) -> str:
+    """The text that tells a model the reply's JSON shape when the wire format cannot."""
+    return (
+        "Reply with one JSON object only, no prose and no code fences. "
+        f"It must satisfy this JSON schema ({schema.name}):\n"
+        + json.dumps(schema.schema, sort_keys=True, separators=(",", ":"))
+    )
+
+
+def reask_message(error: str) -> str:
+    """The user turn asking the model to correct an invalid JSON reply."""
+    return (
+        f"Your previous reply was not valid: {error}\n"
+        "Answer again with the corrected JSON object only, no prose and no code fences."
+    )

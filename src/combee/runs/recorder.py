@@ -1,0 +1,85 @@
+"""Records a training run into its run directory as it goes."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from combee.core.loop import IterationReport, LoopObserver
+from combee.llm.types import RoleUsage
+from combee.runs.run_dir import RunDir
+
+
+def usage_delta(now: Mapping[str, RoleUsage], before: Mapping[str, RoleUsage]) -> dict[str, Any]:
+    """Per role: calls, failed calls, tokens and cost spent between two usage snapshots."""
+    delta: dict[str, Any] = {}
+    for role, usage in now.items():
+        old = before.get(role, RoleUsage())
+        row = {
+            "calls": usage.calls - old.calls,
+            "failed_calls": usage.failed_calls - old.failed_calls,
+            "prompt_tokens": usage.prompt_tokens - old.prompt_tokens,
+            "completion_tokens": usage.completion_tokens - old.completion_tokens,
+            "cost": round(usage.cost - old.cost, 6),
+        }
+        if any(row.values()):
+            delta[role] = row
+    return delta
+
+
+def usage_totals(usage: Mapping[str, RoleUsage]) -> dict[str, Any]:
+    return {role: dataclasses.asdict(u) for role, u in usage.items()}
+
+
+class RunRecorder(LoopObserver):
+    """Writes one ``metrics.jsonl`` line and one context version per iteration."""
+
+    def __init__(
+        self,
+        run_dir: RunDir,
+        *,
+        usage: Callable[[], Mapping[str, RoleUsage]],
+        render: Callable[[Any], str],
+        stats: Callable[[Any], Mapping[str, Any]],
+        inner: LoopObserver | None = None,
+    ) -> None:
+        self.run_dir = run_dir
+        self._usage = usage
+        self._render = render
+        self._stats = stats
+        self._inner = inner or LoopObserver()
+        self._last_usage = dict(usage())
+        self.latest_context: Any = None
+
+    def on_iteration_start(self, epoch: int, iteration: int, batch_size: int) -> None:
+        self._inner.on_iteration_start(epoch, iteration, batch_size)
+
+    def on_sample_done(self) -> None:
+        self._inner.on_sample_done()
+
+    def on_phase(self, phase: str) -> None:
+        self._inner.on_phase(phase)
+
+    def on_iteration_end(self, report: IterationReport[Any, Any]) -> None:
+        now = dict(self._usage())
+        row: dict[str, Any] = {
+            "epoch": report.epoch,
+            "iteration": report.iteration,
+            "batch_size": report.batch_size,
+            "wall_s": round(report.wall_s, 4),
+            "reflections": len(report.reflections),
+            "failed_samples": len(report.failures),
+            "train_correct": sum(1 for t in report.trajectories if t.score.correct),
+            "reduce_levels": [len(level) for level in report.trace.levels],
+            "roles": usage_delta(now, self._last_usage),
+            **self._stats(report.context),
+            "val_accuracy": report.val_accuracy,
+        }
+        self._last_usage = now
+        self.latest_context = report.context
+        self.run_dir.append_jsonl("metrics.jsonl", row)
+        self.run_dir.write_context(report.iteration, self._render(report.context))
+        for failure in report.failures:
+            self.run_dir.append_jsonl("failures.jsonl", dataclasses.asdict(failure))
+        self._inner.on_iteration_end(report)

@@ -1,0 +1,26 @@
+"""A simulated OpenAI-compatible LLM server for tests and benchmarks."""
+
+from combee.sim.responders import HTTPFault, Responder, echo_responder, minimal_instance
+from combee.sim.server import (
+    RequestRecord,
+    RunningServer,
+    SimConfig,
+    SimServer,
+    peak_concurrency,
+    run_server,
+    serve_in_thread,
+)
+
+__all__ = [
+    "HTTPFault",
+    "RequestRecord",
+    "Responder",
+    "RunningServer",
+    "SimConfig",
+    "SimServer",
+    "echo_responder",
+    "minimal_instance",
+    "peak_concurrency",
+    "run_server",
+    "serve_in_thread",
+]

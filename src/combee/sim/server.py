@@ -1,0 +1,506 @@
+"""An OpenAI-compatible chat-completions server with simulated latency and faults.
+
+Tests and benchmarks talk to it over real HTTP, so the real client, retries and concurrency
+limits are exercised. A pluggable :data:`Responder` decides the assistant's content; the
+server adds latency (time to first token, prompt and decode throughput, a capacity limit with
+a FIFO queue, jitter, stragglers) and injected faults (429 with Retry-After, 500, hangs,
+malformed bodies), all drawn from a seeded RNG per request index.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import random
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from combee.errors import ConfigError
+from combee.sim.responders import HTTPFault, Responder, echo_responder, minimal_instance
+
+CLIENT_CLOSED = 499
+"""Recorded status of a request whose client went away before the reply (nginx's convention)."""
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Simulated latency and faults. Rates are probabilities per request; all draws are seeded."""
+
+    seed: int = 0
+    ttft_s: float = 0.0
+    decode_tokens_per_s: float | None = None
+    """None: the completion is produced instantly."""
+    prompt_tokens_per_s: float | None = None
+    """None: the prompt is processed instantly."""
+    capacity: int | None = None
+    """Requests served at once (like a vLLM batch); the rest queue FIFO. None: no limit."""
+    jitter: float = 0.0
+    """Relative latency noise: each latency is scaled by uniform(1 - jitter, 1 + jitter)."""
+    straggler_rate: float = 0.0
+    straggler_factor: float = 5.0
+    rate_429: float = 0.0
+    retry_after_s: float = 1.0
+    rate_500: float = 0.0
+    rate_hang: float = 0.0
+    hang_s: float = 600.0
+    rate_bad_body: float = 0.0
+    """A 200 whose body is truncated JSON or not JSON at all."""
+    fault_first_n: int | None = None
+    """Only requests with index < fault_first_n may fault (None: every request may)."""
+    gate_n: int | None = None
+    """Hold every request until this many have arrived (proves that calls overlap)."""
+    gate_timeout_s: float = 10.0
+    models: tuple[str, ...] = ("sim",)
+
+    def __post_init__(self) -> None:
+        rates = {
+            "rate_429": self.rate_429,
+            "rate_500": self.rate_500,
+            "rate_hang": self.rate_hang,
+            "rate_bad_body": self.rate_bad_body,
+            "straggler_rate": self.straggler_rate,
+        }
+        for name, rate in rates.items():
+            if not 0.0 <= rate <= 1.0:
+                raise ConfigError(f"sim server: {name} must be within [0, 1], got {rate}")
+        if self.rate_429 + self.rate_500 + self.rate_hang + self.rate_bad_body > 1.0:
+            raise ConfigError("sim server: the fault rates must add up to at most 1")
+        if self.capacity is not None and self.capacity < 1:
+            raise ConfigError(f"sim server: capacity must be at least 1, got {self.capacity}")
+        if not 0.0 <= self.jitter < 1.0:
+            raise ConfigError(f"sim server: jitter must be within [0, 1), got {self.jitter}")
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request as the server saw it (times from ``time.perf_counter()``)."""
+
+    index: int
+    schema_name: str | None
+    body: dict[str, Any]
+    arrived: float
+    started: float
+    """When it left the capacity queue (equal to ``arrived`` for faults answered at once)."""
+    finished: float
+    status: int
+    fault: str | None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    fault: str | None
+    latency_factor: float
+    bad_body_variant: int
+
+
+@dataclass
+class _State:
+    """One script: what to answer and what happened so far (records are read from other threads)."""
+
+    responder: Responder
+    config: SimConfig
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    records: list[RequestRecord] = field(default_factory=list)
+    arrivals: int = 0
+    capacity: asyncio.Semaphore | None = None
+    gate: asyncio.Event | None = None
+
+    def record(
+        self,
+        index: int,
+        body: dict[str, Any],
+        arrived: float,
+        started: float,
+        status: int,
+        fault: str | None,
+    ) -> None:
+        record = RequestRecord(
+            index=index,
+            schema_name=_schema_name(body),
+            body=body,
+            arrived=arrived,
+            started=started,
+            finished=time.perf_counter(),
+            status=status,
+            fault=fault,
+        )
+        with self.lock:
+            self.records.append(record)
+
+
+class SimServer:
+    """The Starlette app and its request log."""
+
+    def __init__(self, responder: Responder = echo_responder, config: SimConfig | None = None):
+        self._state = _State(responder, config or SimConfig())
+        self.app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/models", self._models, methods=["GET"]),
+            ]
+        )
+
+    @property
+    def config(self) -> SimConfig:
+        return self._state.config
+
+    @property
+    def records(self) -> list[RequestRecord]:
+        """A copy of the requests finished so far, in the order they finished."""
+        state = self._state
+        with state.lock:
+            return list(state.records)
+
+    def clear_records(self) -> None:
+        state = self._state
+        with state.lock:
+            state.records.clear()
+
+    def reset(self, responder: Responder | None = None, config: SimConfig | None = None) -> None:
+        """Start afresh (records, request indices, queues), optionally with a new script.
+
+        Requests still in flight finish under the old script and are not recorded in the new one,
+        so one server can serve many tests.
+        """
+        old = self._state
+        self._state = _State(responder or old.responder, config or old.config)
+
+    async def _models(self, request: Request) -> Response:
+        data = [
+            {"id": name, "object": "model", "created": 0, "owned_by": "sim"}
+            for name in self.config.models
+        ]
+        return JSONResponse({"object": "list", "data": data})
+
+    async def _chat(self, request: Request) -> Response:
+        arrived = time.perf_counter()
+        state = self._state
+        config = state.config
+        index = state.arrivals
+        state.arrivals += 1
+        raw = await request.body()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            state.record(index, {}, arrived, arrived, 400, None)
+            return _error(400, "the body must be a JSON object with a 'messages' list")
+        plan = _plan(config, index)
+        if config.gate_n is not None:
+            await _wait_for_gate(state, config.gate_n, index)
+        if plan.fault in ("429", "500"):
+            status = int(plan.fault)
+            state.record(index, body, arrived, arrived, status, plan.fault)
+            if status == 429:
+                headers = {"retry-after": f"{config.retry_after_s:g}"}
+                return _error(429, "simulated rate limit", headers)
+            return _error(500, "simulated server error")
+        if plan.fault == "hang" and not await _sleep_unless_disconnected(request, config.hang_s):
+            state.record(index, body, arrived, arrived, CLIENT_CLOSED, plan.fault)
+            return Response(status_code=CLIENT_CLOSED)
+        return await _serve(state, request, index, body, plan, arrived)
+
+
+async def _serve(
+    state: _State,
+    request: Request,
+    index: int,
+    body: dict[str, Any],
+    plan: _Plan,
+    arrived: float,
+) -> Response:
+    capacity = _capacity(state)
+    if capacity is not None:
+        await capacity.acquire()
+    try:
+        started = time.perf_counter()
+        try:
+            content = state.responder(body)
+        except HTTPFault as fault:
+            state.record(index, body, arrived, started, fault.status, None)
+            return _error(fault.status, fault.message)
+        except Exception as error:  # a responder bug must show up as a 500, not kill the server
+            state.record(index, body, arrived, started, 500, "responder_error")
+            return _error(500, f"responder failed: {type(error).__name__}: {error}")
+        reply = _completion_body(index, body, content)
+        usage = reply["usage"]
+        delay = _latency(state.config, usage["prompt_tokens"], usage["completion_tokens"])
+        if not await _sleep_unless_disconnected(request, delay * plan.latency_factor):
+            state.record(index, body, arrived, started, CLIENT_CLOSED, plan.fault)
+            return Response(status_code=CLIENT_CLOSED)
+    finally:
+        if capacity is not None:
+            capacity.release()
+    state.record(index, body, arrived, started, 200, plan.fault)
+    if plan.fault == "bad_body":
+        return _bad_body(reply, plan.bad_body_variant)
+    return JSONResponse(reply)
+
+
+def _plan(config: SimConfig, index: int) -> _Plan:
+    """The fate of request ``index``: drawn from its own seeded RNG, whatever the arrival order."""
+    rng = random.Random(config.seed * 1_000_003 + index)
+    draw_fault, draw_jitter, draw_straggler = rng.random(), rng.random(), rng.random()
+    fault: str | None = None
+    if config.fault_first_n is None or index < config.fault_first_n:
+        edge = 0.0
+        for name, rate in (
+            ("429", config.rate_429),
+            ("500", config.rate_500),
+            ("hang", config.rate_hang),
+            ("bad_body", config.rate_bad_body),
+        ):
+            edge += rate
+            if draw_fault < edge:
+                fault = name
+                break
+    factor = 1.0 + config.jitter * (2.0 * draw_jitter - 1.0)
+    if draw_straggler < config.straggler_rate:
+        factor *= config.straggler_factor
+    return _Plan(fault, factor, index % 2)
+
+
+def _latency(config: SimConfig, prompt_tokens: int, completion_tokens: int) -> float:
+    delay = config.ttft_s
+    if config.prompt_tokens_per_s:
+        delay += prompt_tokens / config.prompt_tokens_per_s
+    if config.decode_tokens_per_s:
+        delay += completion_tokens / config.decode_tokens_per_s
+    return delay
+
+
+def _capacity(state: _State) -> asyncio.Semaphore | None:
+    if state.config.capacity is None:
+        return None
+    if state.capacity is None:
+        state.capacity = asyncio.Semaphore(state.config.capacity)
+    return state.capacity
+
+
+async def _wait_for_gate(state: _State, gate_n: int, index: int) -> None:
+    if state.gate is None:
+        state.gate = asyncio.Event()
+    if index + 1 >= gate_n:
+        state.gate.set()
+    # The gate only proves overlap; it must never hang a test forever.
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(state.gate.wait(), state.config.gate_timeout_s)
+
+
+async def _sleep_unless_disconnected(request: Request, seconds: float) -> bool:
+    """Sleep ``seconds``; False as soon as the client disconnects instead."""
+    if seconds <= 0:
+        return True
+    watcher = asyncio.ensure_future(_disconnected(request))
+    done, _ = await asyncio.wait({watcher}, timeout=seconds)
+    if done:
+        return False
+    watcher.cancel()
+    return True
+
+
+async def _disconnected(request: Request) -> None:
+    # Once the body is read, the server's receive() only returns on disconnect.
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+def _schema_name(body: Mapping[str, Any]) -> str | None:
+    response_format = body.get("response_format")
+    if isinstance(response_format, dict):
+        spec = response_format.get("json_schema")
+        if isinstance(spec, dict) and isinstance(spec.get("name"), str):
+            return str(spec["name"])
+    return None
+
+
+def _estimate_tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+def _message_text(messages: Sequence[Any]) -> str:
+    parts: list[str] = []
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else message
+        parts.append(content if isinstance(content, str) else json.dumps(content))
+    return "".join(parts)
+
+
+def _completion_body(index: int, body: Mapping[str, Any], content: str) -> dict[str, Any]:
+    finish_reason = "stop"
+    limit = body.get("max_completion_tokens") or body.get("max_tokens")
+    if isinstance(limit, int) and limit > 0 and _estimate_tokens(content) > limit:
+        content = content[: limit * 4]
+        finish_reason = "length"
+    prompt_tokens = _estimate_tokens(_message_text(body["messages"]))
+    completion_tokens = _estimate_tokens(content) if content else 0
+    return {
+        "id": f"chatcmpl-sim-{index}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": str(body.get("model") or "sim"),
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "logprobs": None,
+                "finish_reason": finish_reason,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+
+
+def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
+    kind = "rate_limit_error" if status == 429 else "invalid_request_error"
+    if status >= 500:
+        kind = "server_error"
+    return JSONResponse(
+        {"error": {"message": message, "type": kind, "code": status}},
+        status_code=status,
+        headers=dict(headers or {}),
+    )
+
+
+def _bad_body(reply: Mapping[str, Any], variant: int) -> Response:
+    if variant == 0:
+        encoded = json.dumps(reply)
+        return Response(encoded[: len(encoded) // 2], media_type="application/json")
+    return Response("<html>upstream hiccup</html>", media_type="application/json")
+
+
+class RunningServer:
+    """A :class:`SimServer` served by uvicorn on a background thread; a context manager."""
+
+    def __init__(self, sim: SimServer, server: uvicorn.Server, thread: threading.Thread) -> None:
+        self.sim = sim
+        self._server = server
+        self._thread = thread
+        sockets = server.servers[0].sockets
+        host, port = sockets[0].getsockname()[:2]
+        self.host: str = host
+        self.port: int = port
+        self.base_url = f"http://{host}:{port}/v1"
+
+    @property
+    def records(self) -> list[RequestRecord]:
+        return self.sim.records
+
+    def clear_records(self) -> None:
+        self.sim.clear_records()
+
+    def reset(self, responder: Responder | None = None, config: SimConfig | None = None) -> None:
+        self.sim.reset(responder, config)
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10.0)
+
+    def __enter__(self) -> RunningServer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _uvicorn_config(sim: SimServer, host: str, port: int) -> uvicorn.Config:
+    return uvicorn.Config(
+        sim.app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        backlog=4096,
+        timeout_graceful_shutdown=1,
+    )
+
+
+def serve_in_thread(
+    responder: Responder = echo_responder,
+    config: SimConfig | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+) -> RunningServer:
+    """Start the server on a background thread with its own event loop; return once it listens."""
+    sim = SimServer(responder, config)
+    server = uvicorn.Server(_uvicorn_config(sim, host, port))
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            asyncio.run(server.serve())
+        except BaseException as error:  # reported to the starting thread below
+            failure.append(error)
+
+    thread = threading.Thread(target=run, name="combee-sim-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10.0
+    while not server.started:
+        if failure or not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            reason = failure[0] if failure else "it did not start"
+            raise ConfigError(f"sim server: cannot listen on {host}:{port}: {reason}")
+        time.sleep(0.01)
+    return RunningServer(sim, server, thread)
+
+
+def run_server(
+    responder: Responder = echo_responder,
+    config: SimConfig | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+) -> None:
+    """Serve until interrupted (the ``combee sim-server`` command)."""
+    sim = SimServer(responder, config)
+    uvicorn.Server(_uvicorn_config(sim, host, port)).run()
+
+
+def peak_concurrency(records: Sequence[RequestRecord]) -> int:
+    """The largest number of requests the server held at once (from arrival to reply)."""
+    events = sorted(
+        [(r.arrived, 1) for r in records] + [(r.finished, -1) for r in records],
+        key=lambda event: (event[0], event[1]),
+    )
+    peak = current = 0
+    for _, step in events:
+        current += step
+        peak = max(peak, current)
+    return peak
+
+
+__all__ = [
+    "CLIENT_CLOSED",
+    "HTTPFault",
+    "RequestRecord",
+    "Responder",
+    "RunningServer",
+    "SimConfig",
+    "SimServer",
+    "echo_responder",
+    "minimal_instance",
+    "peak_concurrency",
+    "run_server",
+    "serve_in_thread",
+]

@@ -1,0 +1,200 @@
+"""``combee train`` end to end: the real command, over real HTTP, against the scripted server."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from combee.sim import RequestRecord, SimConfig, peak_concurrency, serve_in_thread
+from combee.sim.ace_script import ace_responder
+from tests.cli_helpers import run_combee
+
+SECRET = "sk-test-never-written-anywhere-1234"
+TRAIN_ID = re.compile(r"formula-train-\d+")
+
+
+def _user_text(record: RequestRecord) -> str:
+    return "\n".join(m["content"] for m in record.body["messages"])
+
+
+def _adds(reply: str) -> list[str]:
+    return [op["content"] for op in json.loads(reply)["operations"] if op["type"] == "ADD"]
+
+
+@pytest.fixture(scope="module")
+def combee_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[RequestRecord]]:
+    out = tmp_path_factory.mktemp("run") / "formula-combee"
+    # Every call takes 1 s at the server, so calls that overlap are plainly concurrent.
+    with serve_in_thread(ace_responder, SimConfig(ttft_s=1.0)) as server:
+        result = run_combee(
+            "train",
+            "--task",
+            "formula",
+            "--strategy",
+            "combee",
+            "--batch-size",
+            "16",
+            "--train-limit",
+            "16",
+            "--val-limit",
+            "0",
+            "--test-limit",
+            "8",
+            "--model",
+            "sim",
+            "--base-url",
+            server.base_url,
+            "--api-key-env",
+            "COMBEE_TEST_KEY",
+            "--seed",
+            "0",
+            "--out",
+            str(out),
+            env={"COMBEE_TEST_KEY": SECRET},
+        )
+        records = server.records
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    return out, records
+
+
+def _phases(records: list[RequestRecord]) -> dict[str, list[RequestRecord]]:
+    first_curate = min(r.index for r in records if r.schema_name == "curator")
+    training = [r for r in records if r.index < first_curate]
+    return {
+        "generator": [r for r in training if r.schema_name == "generator"],
+        "reflector": [r for r in training if r.schema_name == "reflector"],
+        "curator": [r for r in records if r.schema_name == "curator"],
+        "merge": [r for r in records if r.schema_name == "merge"],
+        "test": [r for r in records if r.index > first_curate and r.schema_name == "generator"],
+    }
+
+
+def test_map_calls_all_run_at_once(combee_run: tuple[Path, list[RequestRecord]]) -> None:
+    phases = _phases(combee_run[1])
+    assert len(phases["generator"]) == 16
+    assert len(phases["reflector"]) == 16
+    assert peak_concurrency(phases["generator"]) == 16
+    assert peak_concurrency(phases["reflector"]) == 16
+    role_calls = [r for r in combee_run[1] if r.schema_name is not None]
+    assert all(r.body["response_format"]["type"] == "json_schema" for r in role_calls)
+
+
+def test_four_concurrent_curates_each_reflection_in_two_calls(
+    combee_run: tuple[Path, list[RequestRecord]],
+) -> None:
+    phases = _phases(combee_run[1])
+    curates = phases["curator"]
+    assert len(curates) == 4
+    assert peak_concurrency(curates) == 4
+    per_call = [set(TRAIN_ID.findall(_user_text(r))) for r in curates]
+    appearances = Counter(sample for ids in per_call for sample in ids)
+    assert set(appearances) == {f"formula-train-{i:05d}" for i in range(1, 17)}
+    assert all(count == 2 for count in appearances.values())  # two different calls (sets)
+
+
+def test_one_merge_sees_every_curate_output_and_its_adds_reach_the_playbook(
+    combee_run: tuple[Path, list[RequestRecord]],
+) -> None:
+    out, records = combee_run
+    phases = _phases(records)
+    assert len(phases["merge"]) == 1
+    merge = phases["merge"][0]
+    assert merge.arrived >= max(r.finished for r in phases["curator"])
+    merge_prompt = _user_text(merge)
+    for curate in phases["curator"]:
+        local_adds = _adds(ace_responder(curate.body))
+        assert local_adds
+        assert all(json.dumps(t, ensure_ascii=False)[1:-1] in merge_prompt for t in local_adds)
+    merged_adds = _adds(ace_responder(merge.body))
+    playbook = (out / "playbook.txt").read_text()
+    assert merged_adds
+    assert all(text in playbook for text in merged_adds)
+
+
+def test_run_directory_holds_config_metrics_playbooks_and_results(
+    combee_run: tuple[Path, list[RequestRecord]],
+) -> None:
+    out, records = combee_run
+    config = json.loads((out / "config.json").read_text())
+    assert config["strategy"] == "combee" and config["batch_size"] == 16
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert len(metrics) == 1
+    row = metrics[0]
+    assert row["batch_size"] == 16 and row["reduce_levels"] == [4, 1]
+    assert row["roles"]["generator"]["calls"] == 16
+    assert row["roles"]["curator"]["calls"] == 4 and row["roles"]["merge"]["calls"] == 1
+    assert row["playbook_bullets"] > 0 and row["playbook_tokens"] > 0
+    assert (out / "contexts" / "iter_0001.txt").read_text() == (out / "playbook.txt").read_text()
+    results = json.loads((out / "final_results.json").read_text())
+    assert results["llm_calls"] == {
+        "preflight": 1,
+        "generator": 24,
+        "reflector": 16,
+        "curator": 4,
+        "merge": 1,
+    }
+    assert 0.0 <= results["test_accuracy"] <= 1.0
+    assert results["train_seconds"] > 0
+    assert len(_phases(records)["test"]) == 8
+
+
+def test_the_api_key_never_reaches_the_run_directory(
+    combee_run: tuple[Path, list[RequestRecord]],
+) -> None:
+    out, _ = combee_run
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_a_reply_invalid_after_the_reask_skips_only_that_sample(tmp_path: Path) -> None:
+    def responder(body: dict[str, Any]) -> str:
+        is_reflector = '"name": "reflector"' in json.dumps(body.get("response_format"))
+        # The first training row of formula: its reflection never comes back as JSON.
+        if is_reflector and "software development firm lists its current assets" in json.dumps(
+            body
+        ):
+            return "I refuse to answer in JSON."
+        return ace_responder(body)
+
+    with serve_in_thread(responder) as server:
+        result = run_combee(
+            "train",
+            "--task",
+            "formula",
+            "--strategy",
+            "combee",
+            "--batch-size",
+            "4",
+            "--train-limit",
+            "4",
+            "--val-limit",
+            "0",
+            "--test-limit",
+            "2",
+            "--model",
+            "sim",
+            "--base-url",
+            server.base_url,
+            "--out",
+            str(tmp_path / "run"),
+            "--no-cache",
+        )
+        reflector_calls = [r for r in server.records if r.schema_name == "reflector"]
+    assert result.returncode == 0, result.stderr
+    assert len(reflector_calls) == 5  # 4 samples + one re-ask
+    failures = [
+        json.loads(x) for x in (tmp_path / "run" / "failures.jsonl").read_text().splitlines()
+    ]
+    assert len(failures) == 1 and failures[0]["stage"] == "reflect"
+    assert failures[0]["sample_id"] == "formula-train-00001"
+    assert "reflector" in failures[0]["error"]
+    metrics = json.loads((tmp_path / "run" / "metrics.jsonl").read_text())
+    assert metrics["reflections"] == 3 and metrics["failed_samples"] == 1
+    assert json.loads((tmp_path / "run" / "final_results.json").read_text())["test_samples"] == 2
