@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import subprocess
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -12,7 +15,7 @@ import pytest
 
 from combee.sim import RequestRecord, SimConfig, peak_concurrency, serve_in_thread
 from combee.sim.ace_script import ace_responder
-from tests.cli_helpers import run_combee
+from tests.cli_helpers import COMBEE, run_combee
 
 SECRET = "sk-test-never-written-anywhere-1234"
 TRAIN_ID = re.compile(r"formula-train-\d+")
@@ -198,3 +201,65 @@ def test_a_reply_invalid_after_the_reask_skips_only_that_sample(tmp_path: Path) 
     metrics = json.loads((tmp_path / "run" / "metrics.jsonl").read_text())
     assert metrics["reflections"] == 3 and metrics["failed_samples"] == 1
     assert json.loads((tmp_path / "run" / "final_results.json").read_text())["test_samples"] == 2
+
+
+def test_train_against_the_sim_server_command(tmp_path: Path) -> None:
+    port = _free_port()
+    server = subprocess.Popen(
+        [COMBEE, "sim-server", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        _wait_for_port(port, server)
+        result = run_combee(
+            "train",
+            "--task",
+            "formula",
+            "--strategy",
+            "naive",
+            "--batch-size",
+            "4",
+            "--train-limit",
+            "8",
+            "--val-limit",
+            "2",
+            "--test-limit",
+            "2",
+            "--model",
+            "sim",
+            "--base-url",
+            f"http://127.0.0.1:{port}/v1",
+            "--out",
+            str(tmp_path / "run"),
+        )
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    assert result.returncode == 0, result.stderr
+    metrics = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [m["batch_size"] for m in metrics] == [4, 4]
+    assert [m["reduce_levels"] for m in metrics] == [[1], [1]]
+    assert metrics[-1]["val_accuracy"] is not None
+    assert "helpful=" in (tmp_path / "run" / "playbook.txt").read_text()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(
+                f"sim-server exited: {process.stderr.read() if process.stderr else ''}"
+            )
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise AssertionError("sim-server did not start listening within 30 s")
