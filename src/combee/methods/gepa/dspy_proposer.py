@@ -1,0 +1,99 @@
+"""A DSPy instruction proposer: ``dspy.GEPA(metric=..., instruction_proposer=...)``.
+
+DSPy calls it with keywords ``candidate``, ``reflective_dataset`` and ``components_to_update``
+and expects ``{component: new instruction}``. It needs no DSPy import: it satisfies gepa's
+``ProposalFn`` protocol, which is what DSPy's GEPA accepts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from combee.llm.client import LLM
+from combee.llm.openai_backend import OpenAIBackend
+from combee.llm.types import JsonMode
+from combee.methods.gepa.reflection import CombeeReflection, Grouping
+from combee.methods.gepa.runner import LoopRunner
+
+
+class CombeeInstructionProposer:
+    """Shuffle + scan instruction proposals for DSPy's GEPA, over Combee's LLM layer.
+
+    The proposer runs its calls on a private event loop thread; :meth:`close` (or ``with``)
+    releases the LLM and the thread.
+    """
+
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        grouping: Grouping = "combee",
+        p: int = 2,
+        seed: int = 0,
+        temperature: float = 0.0,
+        max_tokens: int = 4096,
+    ) -> None:
+        self.llm = llm
+        self.runner = LoopRunner()
+        self.reflection = CombeeReflection(
+            llm,
+            self.runner,
+            grouping=grouping,
+            p=p,
+            seed=seed,
+            temperature=temperature,
+            max_tokens=max_tokens,
+        )
+
+    @classmethod
+    def from_endpoint(
+        cls,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        json_mode: JsonMode = "json_schema",
+        concurrency: int = 64,
+        max_retries: int = 4,
+        timeout_s: float = 120.0,
+        **options: Any,
+    ) -> CombeeInstructionProposer:
+        """A proposer talking to any OpenAI-compatible endpoint (the key is read from
+        ``api_key_env``, default ``OPENAI_API_KEY``)."""
+        backend = OpenAIBackend(
+            model=model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            json_mode=json_mode,
+            timeout_s=timeout_s,
+        )
+        llm = LLM(
+            backend,
+            concurrency=concurrency,
+            max_retries=max_retries,
+            timeout_s=timeout_s,
+            json_mode=json_mode,
+        )
+        return cls(llm, **options)
+
+    def __call__(
+        self,
+        candidate: dict[str, str],
+        reflective_dataset: Mapping[str, Sequence[Mapping[str, Any]]],
+        components_to_update: list[str],
+    ) -> dict[str, str]:
+        proposal, _ = self.reflection.reflect(candidate, reflective_dataset, components_to_update)
+        return dict(proposal.new_texts)
+
+    def close(self) -> None:
+        if self.runner.loop.is_closed():
+            return
+        self.runner.run(self.llm.aclose())
+        self.runner.close()
+
+    def __enter__(self) -> CombeeInstructionProposer:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
