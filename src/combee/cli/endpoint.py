@@ -49,9 +49,13 @@ def _json_mode(value: str) -> JsonMode:
     raise ConfigError(f"--json-mode {value!r} is not one of {', '.join(JSON_MODES)}")
 
 
+def is_local(model: str) -> bool:
+    return model == "local" or model.startswith("local:")
+
+
 def make_backend(settings: EndpointSettings) -> Backend:
     mode = _json_mode(settings.json_mode)
-    if settings.model == "local" or settings.model.startswith("local:"):
+    if is_local(settings.model):
         from combee.llm.local_backend import LocalBackend
         from combee.llm.local_models import resolve_local_model
 
@@ -81,7 +85,10 @@ def make_llm(settings: EndpointSettings) -> LLM:
         max_retries=settings.max_retries,
         timeout_s=settings.timeout_s,
         cache=cache,
-        json_mode=_json_mode(settings.json_mode),
+        # The embedded model takes the schema as a grammar; it also reads it in the system prompt.
+        json_mode="json_object_schema"
+        if is_local(settings.model)
+        else _json_mode(settings.json_mode),
         prices=prices,
         seed=settings.seed,
     )

@@ -1,0 +1,293 @@
+"""An embedded local model: a GGUF file run in-process by llama.cpp (``llama-cpp-python``).
+
+One ``Llama`` object is not thread-safe, so every call runs on one dedicated worker thread while
+callers stay async; concurrent requests simply queue. Reading a prompt is the slow part on a
+CPU, so prompts that share a long prefix (the playbook) must not re-read it: llama.cpp reuses
+the previous prompt's key/value cache up to the longest shared prefix, and
+:class:`PromptStateCache` keeps a few more states so that alternating roles (generator,
+reflector, curator: each with its own prefix) still find theirs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Protocol, TypeVar, cast
+
+from combee.errors import ConfigError, LLMCallError
+from combee.llm.types import Completion, Request
+
+T = TypeVar("T")
+logger = logging.getLogger(__name__)
+
+INSTALL_HINT = (
+    "the embedded model needs llama-cpp-python: run `pip install 'combee[local]'` "
+    "(it compiles llama.cpp, about 6 minutes)"
+)
+
+
+class _Llama(Protocol):
+    """The part of ``llama_cpp.Llama`` this backend uses."""
+
+    def create_chat_completion(self, **kwargs: Any) -> Mapping[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+class PromptStateCache:
+    """The last few llama.cpp states, looked up by longest shared token prefix (least recently
+    used evicted first). Plugs into ``Llama.set_cache``.
+    """
+
+    def __init__(self, max_states: int) -> None:
+        self.max_states = max_states
+        self.hits = 0
+        self._states: OrderedDict[tuple[int, ...], Any] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def __bool__(self) -> bool:
+        return True  # llama-cpp-python tests ``if self.cache``; an empty cache is still on
+
+    def __getitem__(self, tokens: Sequence[int]) -> Any:
+        best_key: tuple[int, ...] | None = None
+        best_length = 0
+        for key in self._states:
+            length = _shared_prefix_length(key, tokens)
+            if length > best_length:
+                best_key, best_length = key, length
+        if best_key is None:
+            raise KeyError("no cached state shares a prefix with this prompt")
+        self._states.move_to_end(best_key)
+        self.hits += 1
+        return self._states[best_key]
+
+    def __contains__(self, tokens: Sequence[int]) -> bool:
+        return any(_shared_prefix_length(key, tokens) > 0 for key in self._states)
+
+    def __setitem__(self, tokens: Sequence[int], state: Any) -> None:
+        # A restored state always re-decodes at least one token before sampling, so its saved
+        # logits are never read: keep one row instead of n_batch x vocabulary floats (~300 MB).
+        state.scores = state.scores[-1:].copy()
+        key = tuple(tokens)
+        self._states.pop(key, None)
+        self._states[key] = state
+        while len(self._states) > self.max_states:
+            self._states.popitem(last=False)
+
+
+def _shared_prefix_length(left: Sequence[int], right: Sequence[int]) -> int:
+    length = 0
+    for a, b in zip(left, right, strict=False):
+        if a != b:
+            break
+        length += 1
+    return length
+
+
+def available_cores() -> int:
+    """CPU cores this process may run on (llama.cpp's default of half of them is much slower)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def import_llama_cpp() -> Any:
+    """The ``llama_cpp`` module, or a :class:`ConfigError` telling how to install it."""
+    try:
+        return importlib.import_module("llama_cpp")
+    except ImportError as error:
+        raise ConfigError(INSTALL_HINT) from error
+
+
+class LocalBackend:
+    """A :class:`~combee.llm.types.Backend` that runs a GGUF model in this process."""
+
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        seed: int = 0,
+        verbose: bool = False,
+        prompt_cache_states: int = 3,
+    ) -> None:
+        self._llama_cpp = import_llama_cpp()
+        self.model_path = Path(model_path)
+        self.model = f"local:{self.model_path.name}"
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or available_cores()
+        self.seed = seed
+        self.verbose = verbose
+        self.prompt_cache = PromptStateCache(prompt_cache_states) if prompt_cache_states else None
+        self.load_seconds: float | None = None
+        """Seconds the model took to load, once it has been loaded."""
+        self._llama: _Llama | None = None
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="combee-llama")
+        self._closed = False
+
+    async def load(self) -> float:
+        """Load the model now instead of on the first call; return the load time in seconds."""
+        await self._run(self._ensure_loaded)
+        assert self.load_seconds is not None
+        return self.load_seconds
+
+    async def complete(self, request: Request) -> Completion:
+        return await self._run(self._complete_blocking, request)
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await asyncio.get_running_loop().run_in_executor(self._worker, self._unload)
+        self._worker.shutdown(wait=True)
+
+    async def _run(self, function: Callable[..., T], *args: Any) -> T:
+        if self._closed:
+            raise LLMCallError(f"{self.model}: the local model has been closed")
+        return await asyncio.get_running_loop().run_in_executor(self._worker, function, *args)
+
+    # Everything below runs on the worker thread only.
+
+    def _ensure_loaded(self) -> _Llama:
+        if self._llama is not None:
+            return self._llama
+        started = time.perf_counter()
+        try:
+            llama = self._llama_cpp.Llama(
+                model_path=str(self.model_path),
+                n_ctx=self.n_ctx,
+                n_threads=self.n_threads,
+                n_threads_batch=self.n_threads,
+                seed=self.seed,
+                verbose=self.verbose,
+            )
+        except (ValueError, RuntimeError, OSError) as error:
+            raise ConfigError(
+                f"cannot load the local model {self.model_path}: {error} "
+                "(is it a complete GGUF file llama.cpp supports?)"
+            ) from error
+        if self.prompt_cache is not None:
+            llama.set_cache(self.prompt_cache)
+        self.load_seconds = time.perf_counter() - started
+        logger.info("loaded %s in %.1f s", self.model_path.name, self.load_seconds)
+        self._llama = cast(_Llama, llama)
+        return self._llama
+
+    def _complete_blocking(self, request: Request) -> Completion:
+        llama = self._ensure_loaded()
+        started = time.perf_counter()
+        try:
+            reply = llama.create_chat_completion(**self._arguments(request))
+        except ValueError as error:
+            if "exceed context window" in str(error):
+                raise LLMCallError(
+                    f"{self.model}: the prompt does not fit the context window of "
+                    f"n_ctx={self.n_ctx} tokens ({error}); raise n_ctx or shorten the prompt "
+                    "(a smaller playbook or fewer items per call)"
+                ) from error
+            raise LLMCallError(
+                f"{self.model}: the local model rejected the call: {error}"
+            ) from error
+        except RuntimeError as error:
+            raise LLMCallError(f"{self.model}: the local model failed: {error}") from error
+        latency = time.perf_counter() - started
+        choice: Mapping[str, Any] = reply["choices"][0]
+        usage: Mapping[str, Any] = reply.get("usage") or {}
+        return Completion(
+            text=str(choice["message"].get("content") or ""),
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            latency_s=latency,
+            model=self.model,
+            cost=0.0,
+        )
+
+    def _arguments(self, request: Request) -> dict[str, Any]:
+        arguments: dict[str, Any] = {
+            "messages": request.chat_messages(),
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+            "seed": self.seed if request.seed is None else request.seed,
+        }
+        if request.json_schema is not None:
+            # llama-cpp-python accepts a schema only in this json_object form.
+            arguments["response_format"] = {
+                "type": "json_object",
+                "schema": bounded_schema(_plain(request.json_schema.schema), request.max_tokens),
+            }
+        return arguments
+
+    def _unload(self) -> None:
+        if self._llama is not None:
+            self._llama.close()
+            self._llama = None
+
+
+def _plain(value: Any) -> Any:
+    """A JSON schema as plain dicts and lists (schemas may be built from read-only mappings)."""
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return [_plain(item) for item in value]
+    return value
+
+
+def bounded_schema(schema: dict[str, Any], max_tokens: int) -> dict[str, Any]:
+    """The schema as a grammar that always closes within ``max_tokens``.
+
+    A small model tends to ramble in a free-text field until the token limit cuts the JSON in
+    half. The grammar bounds every unbounded array to a few items of short strings (ids, tags)
+    and splits about one character per allowed token among the free-text strings (a token is
+    1-4 characters, so the JSON closes in time). Only the grammar is bounded: replies are still
+    validated against the role's own schema.
+    """
+    free_strings = _count_free_strings(schema)
+    per_string = max(32, max_tokens // (free_strings + 1))
+    bounded: dict[str, Any] = _bound(schema, per_string)
+    return bounded
+
+
+_ARRAY_ITEMS = 5
+_ITEM_STRING_CHARS = 20
+
+
+def _is_free_string(node: dict[str, Any]) -> bool:
+    return node.get("type") == "string" and "enum" not in node
+
+
+def _count_free_strings(node: dict[str, Any]) -> int:
+    """Free-text strings outside arrays (array contents get their own small bound)."""
+    if _is_free_string(node):
+        return 1
+    properties = node.get("properties", {})
+    return sum(
+        _count_free_strings(child) for child in properties.values() if isinstance(child, dict)
+    )
+
+
+def _bound(node: Any, per_string: int) -> Any:
+    if not isinstance(node, dict):
+        return node
+    bounded = dict(node)
+    if _is_free_string(bounded):
+        bounded["maxLength"] = min(int(bounded.get("maxLength", per_string)), per_string)
+    if bounded.get("type") == "array":
+        bounded["maxItems"] = min(int(bounded.get("maxItems", _ARRAY_ITEMS)), _ARRAY_ITEMS)
+        items = bounded.get("items")
+        if isinstance(items, dict):
+            share = _ITEM_STRING_CHARS if _is_free_string(items) else per_string // _ARRAY_ITEMS
+            bounded["items"] = _bound(items, max(_ITEM_STRING_CHARS, share))
+    if isinstance(bounded.get("properties"), dict):
+        bounded["properties"] = {k: _bound(v, per_string) for k, v in bounded["properties"].items()}
+    return bounded
