@@ -13,18 +13,70 @@ from typing import Any
 
 from rich.console import Console
 
-from combee.cli.endpoint import EndpointSettings, make_llm
+from combee.cli.endpoint import JSON_MODES, EndpointSettings, make_llm
 from combee.cli.progress import CountingDisplay, ProgressDisplay
+from combee.core.controller import (
+    DEFAULT_MAX_BATCH_SIZE,
+    DEFAULT_TAU,
+    AutoBatchSize,
+    BatchDecision,
+)
 from combee.core.evaluate import Evaluation, evaluate
-from combee.core.loop import FixedBatchSize, LoopConfig, train
+from combee.core.loop import BatchSchedule, FixedBatchSize, LoopConfig, train
 from combee.errors import ConfigError
-from combee.llm.client import LLM
+from combee.llm.cache import ResponseCache
+from combee.llm.client import LLM, Prices
 from combee.methods.ace import AceMethod, Playbook
 from combee.runs import RunDir, RunRecorder
 from combee.runs.recorder import usage_totals
 from combee.strategies import get_strategy
 from combee.tasks.base import Sample, Task
 from combee.tasks.registry import get_task
+
+CLIENTS = ("openai", "lean")
+
+
+def build_llm(endpoint: EndpointSettings, client: str = "openai") -> LLM:
+    """The LLM client; ``client`` picks the HTTP backend: the ``openai`` SDK, or ``lean`` (the
+    same wire format on a small keep-alive HTTP/1.1 client, far cheaper per call)."""
+    if client == "openai":
+        return make_llm(endpoint)
+    if client != "lean":
+        raise ConfigError(f"--client {client!r} is not one of {', '.join(CLIENTS)}")
+    if endpoint.model == "local" or endpoint.model.startswith("local:"):
+        raise ConfigError("--client lean talks HTTP; the embedded local model needs no client")
+    if endpoint.concurrency < 1:
+        raise ConfigError(f"--concurrency must be at least 1 (got {endpoint.concurrency})")
+    mode = next((m for m in JSON_MODES if m == endpoint.json_mode), None)
+    if mode is None:
+        raise ConfigError(
+            f"--json-mode {endpoint.json_mode!r} is not one of {', '.join(JSON_MODES)}"
+        )
+    from combee.llm.lean_backend import LeanBackend
+
+    backend = LeanBackend(
+        model=endpoint.model,
+        base_url=endpoint.base_url,
+        api_key_env=endpoint.api_key_env,
+        json_mode=mode,
+    )
+    prices = None
+    if endpoint.price_prompt is not None or endpoint.price_completion is not None:
+        prices = Prices(endpoint.price_prompt or 0.0, endpoint.price_completion or 0.0)
+    cache = None
+    if endpoint.cache_path is not None:
+        endpoint.cache_path.parent.mkdir(parents=True, exist_ok=True)
+        cache = ResponseCache(endpoint.cache_path)
+    return LLM(
+        backend,
+        concurrency=endpoint.concurrency,
+        max_retries=endpoint.max_retries,
+        timeout_s=endpoint.timeout_s,
+        cache=cache,
+        json_mode=mode,
+        prices=prices,
+        seed=endpoint.seed,
+    )
 
 
 @dataclass(frozen=True)
@@ -49,6 +101,12 @@ class TrainOptions:
     seed: int
     out: Path
     overwrite: bool
+    auto_batch: bool = False
+    """``--batch-size auto``: the batch size controller chooses (``batch_size`` is then unused)."""
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
+    tau: float = DEFAULT_TAU
+    reprofile: bool = False
+    client: str = "openai"
 
 
 def _limit(samples: Sequence[Sample], limit: int | None, flag: str) -> list[Sample]:
@@ -101,6 +159,37 @@ async def _evaluate_with_bar(
         return await evaluate(method, playbook, samples, score=task.score, on_done=bar.advance)
 
 
+def _schedule(
+    options: TrainOptions, fixed_size: int, run_dir: RunDir, console: Console
+) -> BatchSchedule:
+    """A fixed batch size, or the controller, which saves and prints each decision."""
+    if not options.auto_batch:
+        return FixedBatchSize(fixed_size)
+
+    def decided(decision: BatchDecision) -> None:
+        run_dir.write_json(PROFILE_FILE, controller.profile())
+        measured = ", ".join(
+            f"b={m.batch_size}: {m.t_iter_s:.2f}s/iter, epoch~{m.epoch_time_s:.1f}s"
+            for m in decision.measurements
+        )
+        console.print(
+            f"[bold]batch size[/] epoch {decision.epoch}: {measured} -> chose "
+            f"[bold]{decision.chosen}[/] ({decision.why})",
+            highlight=False,
+        )
+
+    controller = AutoBatchSize(
+        tau=options.tau,
+        max_batch_size=options.max_batch_size,
+        reprofile=options.reprofile,
+        on_decision=decided,
+    )
+    return controller
+
+
+PROFILE_FILE = "batch_profile.json"
+
+
 async def run_train(
     options: TrainOptions, endpoint: EndpointSettings, console: Console
 ) -> dict[str, Any]:
@@ -111,6 +200,8 @@ async def run_train(
     )
     if options.batch_size < 1:
         raise ConfigError(f"--batch-size must be at least 1 (got {options.batch_size})")
+    if options.auto_batch and strategy.name == "sequential":
+        raise ConfigError("--batch-size auto needs --strategy naive or combee (sequential is 1)")
     if options.epochs < 1:
         raise ConfigError(f"--epochs must be at least 1 (got {options.epochs})")
     splits = task.load()
@@ -122,7 +213,7 @@ async def run_train(
     playbook = _load_playbook(options.initial_playbook)
     run_dir = RunDir(options.out, overwrite=options.overwrite)
     handler = _log_to(run_dir)
-    llm = make_llm(endpoint)
+    llm = build_llm(endpoint, options.client)
     try:
         await llm.preflight()
         method = AceMethod(
@@ -132,17 +223,21 @@ async def run_train(
             temperature=options.temperature,
             max_tokens=options.max_tokens,
         )
+        schedule = _schedule(options, strategy.batch_size(options.batch_size), run_dir, console)
+        batch_label: int | str = (
+            "auto" if options.auto_batch else strategy.batch_size(options.batch_size)
+        )
         config = {
             "method": "ace",
             **{k: str(v) if isinstance(v, Path) else v for k, v in vars(options).items()},
             "endpoint": endpoint.describe(),
             "samples": {"train": len(train_set), "val": len(val_set), "test": len(test_set)},
-            "effective_batch_size": strategy.batch_size(options.batch_size),
+            "effective_batch_size": batch_label,
         }
         run_dir.write_json("config.json", config)
         console.print(
             f"[bold]combee train[/] task={options.task} strategy={strategy.name} "
-            f"batch={strategy.batch_size(options.batch_size)} train={len(train_set)} "
+            f"batch={batch_label} train={len(train_set)} "
             f"val={len(val_set)} test={len(test_set)} model={endpoint.model} -> {run_dir.path}"
         )
         results: dict[str, Any] = {}
@@ -167,7 +262,7 @@ async def run_train(
                     playbook,
                     train_set,
                     val_set,
-                    schedule=FixedBatchSize(strategy.batch_size(options.batch_size)),
+                    schedule=schedule,
                     score=task.score,
                     config=LoopConfig(
                         epochs=options.epochs, seed=options.seed, val_every=options.val_every

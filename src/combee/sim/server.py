@@ -80,6 +80,23 @@ class SimConfig:
             raise ConfigError(f"sim server: capacity must be at least 1, got {self.capacity}")
         if not 0.0 <= self.jitter < 1.0:
             raise ConfigError(f"sim server: jitter must be within [0, 1), got {self.jitter}")
+        for name, seconds in (
+            ("ttft_s", self.ttft_s),
+            ("retry_after_s", self.retry_after_s),
+            ("hang_s", self.hang_s),
+        ):
+            if seconds < 0:
+                raise ConfigError(f"sim server: {name} must be 0 or more, got {seconds}")
+        for name, speed in (
+            ("decode_tokens_per_s", self.decode_tokens_per_s),
+            ("prompt_tokens_per_s", self.prompt_tokens_per_s),
+        ):
+            if speed is not None and speed <= 0:
+                raise ConfigError(f"sim server: {name} must be positive, got {speed}")
+        if self.straggler_factor < 1.0:
+            raise ConfigError(
+                f"sim server: straggler_factor must be at least 1, got {self.straggler_factor}"
+            )
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,37 @@
+"""Measures computed from the client's own call timeline."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+def busy_seconds(intervals: Iterable[tuple[float, float]], start: float, end: float) -> float:
+    """Length of the union of ``intervals`` clipped to ``[start, end]``."""
+    clipped = sorted((max(a, start), min(b, end)) for a, b in intervals if b > start and a < end)
+    total = 0.0
+    current_start: float | None = None
+    current_end = start
+    for a, b in clipped:
+        if b <= a:
+            continue
+        if current_start is None or a > current_end:
+            if current_start is not None:
+                total += current_end - current_start
+            current_start, current_end = a, b
+        else:
+            current_end = max(current_end, b)
+    if current_start is not None:
+        total += current_end - current_start
+    return total
+
+
+def idle_fraction(intervals: Iterable[tuple[float, float]], start: float, end: float) -> float:
+    """The share of ``[start, end]`` during which no request was in flight.
+
+    ``intervals`` are the calls' ``(sent, end)`` times: from the first attempt leaving the client
+    to the reply being handed back, retries and their backoff included.
+    """
+    span = end - start
+    if span <= 0:
+        return 0.0
+    return max(0.0, 1.0 - busy_seconds(intervals, start, end) / span)

@@ -1,0 +1,129 @@
+"""Run every configuration of a plan against one simulated server process."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import platform
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+from combee.bench.plan import BenchConfig, BenchPlan
+from combee.bench.server_process import SimServerProcess
+from combee.bench.worker import RunSpec, run_in_process
+
+
+def _load() -> list[float]:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def _spec(plan: BenchPlan, config: BenchConfig, base_url: str) -> RunSpec:
+    return RunSpec(
+        name=config.name,
+        strategy=config.strategy,
+        batch_size=config.batch_size,
+        client=config.client,
+        base_url=base_url,
+        train_limit=plan.train_limit,
+        epochs=plan.epochs,
+        seed=plan.seed,
+        concurrency=plan.concurrency,
+        timeout_s=plan.timeout_s,
+        max_retries=plan.max_retries,
+        tau=plan.tau,
+        max_batch_size=config.max_batch_size or plan.max_batch_size,
+    )
+
+
+def _run_isolated(spec: RunSpec) -> dict[str, Any]:
+    # A fresh process per configuration: its own peak memory, CPU clock and heap.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        return pool.submit(run_in_process, spec).result()
+
+
+def run_plan(
+    plan: BenchPlan, *, on_result: Callable[[dict[str, Any]], None] | None = None
+) -> dict[str, Any]:
+    """Start the simulated server, run each configuration in turn, stop the server."""
+    started = time.time()
+    results: list[dict[str, Any]] = []
+    with SimServerProcess(plan.server) as server:
+        for config in plan.configs:
+            load_before = _load()
+            cpu_before = server.cpu_seconds()
+            result = _run_isolated(_spec(plan, config, server.base_url))
+            cpu_after = server.cpu_seconds()
+            result["name"] = config.name
+            result["load_before"] = load_before
+            result["load_after"] = _load()
+            if cpu_before is not None and cpu_after is not None:
+                result["server_cpu_s"] = round(cpu_after - cpu_before, 3)
+            results.append(result)
+            if on_result is not None:
+                on_result(result)
+        server_command = server.command
+    _add_speedups(results)
+    _add_chosen_epoch_times(results)
+    return {
+        "title": plan.title,
+        "server_command": server_command,
+        "server": {k: v for k, v in vars(plan.server).items() if k != "models"},
+        "train_limit": plan.train_limit,
+        "epochs": plan.epochs,
+        "tau": plan.tau,
+        "max_batch_size": plan.max_batch_size,
+        "timeout_s": plan.timeout_s,
+        "max_retries": plan.max_retries,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
+        "seconds": round(time.time() - started, 1),
+        "results": results,
+    }
+
+
+def _add_chosen_epoch_times(results: list[dict[str, Any]]) -> None:
+    """For each auto run: the epoch time of a fixed run at the size it chose, when the plan has
+    one, and how far that is from the best fixed run of the same strategy and client."""
+    for result in results:
+        spec, profile = result["spec"], result.get("batch_profile")
+        if spec["batch_size"] is not None or not profile:
+            continue
+        peers = [
+            r
+            for r in results
+            if r["spec"]["batch_size"] is not None
+            and r["spec"]["strategy"] == spec["strategy"]
+            and r["spec"]["client"] == spec["client"]
+        ]
+        same = [r for r in peers if r["spec"]["batch_size"] == profile["chosen"]]
+        best = min(peers, key=lambda r: r["train_seconds"], default=None)
+        if same:
+            result["chosen_fixed_seconds"] = same[0]["train_seconds"]
+        if best is not None:
+            result["best_fixed"] = {
+                "batch_size": best["spec"]["batch_size"],
+                "seconds": best["train_seconds"],
+            }
+            if same:
+                ratio = same[0]["train_seconds"] / best["train_seconds"]
+                result["chosen_vs_best_fixed"] = round(ratio, 3)
+
+
+def _add_speedups(results: list[dict[str, Any]]) -> None:
+    sequential = [r for r in results if r["spec"]["strategy"] == "sequential"]
+    base = min((r["train_seconds"] for r in sequential), default=None)
+    for result in results:
+        seconds = result["train_seconds"]
+        result["speedup_vs_sequential"] = (
+            round(base / seconds, 2) if base is not None and seconds > 0 else None
+        )

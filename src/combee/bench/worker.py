@@ -1,0 +1,216 @@
+"""One benchmark configuration, trained in a fresh process and measured from the inside."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import resource
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from combee.bench.metrics import idle_fraction
+from combee.cli.endpoint import EndpointSettings
+from combee.cli.train import build_llm
+from combee.core.controller import DEFAULT_TAU, AutoBatchSize
+from combee.core.loop import (
+    BatchSchedule,
+    FixedBatchSize,
+    IterationReport,
+    LoopConfig,
+    LoopObserver,
+    train,
+)
+from combee.core.types import Method, Reflection, Trajectory
+from combee.methods.ace import AceMethod, Playbook
+from combee.methods.ace.update import AceUpdate
+from combee.strategies import get_strategy
+from combee.tasks.base import Sample
+from combee.tasks.formula import FormulaTask
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One configuration to measure. ``batch_size`` None means ``auto``."""
+
+    name: str
+    strategy: str
+    batch_size: int | None
+    client: str
+    base_url: str
+    train_limit: int
+    epochs: int = 1
+    seed: int = 0
+    concurrency: int = 1024
+    timeout_s: float = 60.0
+    max_retries: int = 4
+    tau: float = DEFAULT_TAU
+    max_batch_size: int = 100
+    duplication: int = 2
+    fan_in: int = 32
+    token_budget: int = 8000
+    max_tokens: int = 16384
+    """Room for the scripted curator's and merger's long replies: a truncated reply is a failure."""
+
+
+class _CountingMethod:
+    """Forwards to ACE and counts which reflections reach the reduce and a successful curate."""
+
+    def __init__(self, inner: AceMethod) -> None:
+        self.inner = inner
+        self.valid_reflections = 0
+        self.reached_curate: set[str] = set()
+
+    async def rollout(self, context: Playbook, sample: Sample) -> Trajectory:
+        return await self.inner.rollout(context, sample)
+
+    async def reflect(self, context: Playbook, trajectory: Trajectory) -> Reflection:
+        reflection = await self.inner.reflect(context, trajectory)
+        self.valid_reflections += 1
+        return reflection
+
+    async def curate(self, context: Playbook, reflections: Sequence[Reflection]) -> AceUpdate:
+        update = await self.inner.curate(context, reflections)
+        self.reached_curate.update(r.sample_id for r in reflections)
+        return update
+
+    async def merge(self, context: Playbook, updates: Sequence[AceUpdate]) -> AceUpdate:
+        return await self.inner.merge(context, updates)
+
+    def tally(self, context: Playbook, reflections: Sequence[Reflection]) -> Playbook:
+        return self.inner.tally(context, reflections)
+
+    def apply(self, context: Playbook, update: AceUpdate) -> Playbook:
+        return self.inner.apply(context, update)
+
+
+class _Iterations(LoopObserver):
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def on_iteration_end(self, report: IterationReport[Any, Any]) -> None:
+        self.rows.append(
+            {
+                "epoch": report.epoch,
+                "batch_size": report.batch_size,
+                "wall_s": round(report.wall_s, 4),
+                "reflections": len(report.reflections),
+                "failed_samples": len(report.failures),
+            }
+        )
+
+
+def run_in_process(spec: RunSpec) -> dict[str, Any]:
+    """Entry point in the child process."""
+    return asyncio.run(_run(spec))
+
+
+async def _run(spec: RunSpec) -> dict[str, Any]:
+    task = FormulaTask()
+    samples = task.load().train[: spec.train_limit]
+    endpoint = EndpointSettings(
+        model="sim",
+        base_url=spec.base_url,
+        api_key_env="COMBEE_BENCH_KEY",
+        json_mode="json_schema",
+        concurrency=spec.concurrency,
+        timeout_s=spec.timeout_s,
+        max_retries=spec.max_retries,
+        cache_path=None,  # a cache would fake speed
+        price_prompt=None,
+        price_completion=None,
+        seed=spec.seed,
+    )
+    llm = build_llm(endpoint, spec.client)
+    try:
+        await llm.preflight()
+        method = _CountingMethod(
+            AceMethod(llm, task.score, token_budget=spec.token_budget, max_tokens=spec.max_tokens)
+        )
+        typed: Method[Playbook, AceUpdate] = method
+        strategy = get_strategy(
+            spec.strategy, p=spec.duplication, fan_in=spec.fan_in, seed=spec.seed
+        )
+        auto: AutoBatchSize | None = None
+        schedule: BatchSchedule
+        if spec.batch_size is None:
+            auto = AutoBatchSize(tau=spec.tau, max_batch_size=spec.max_batch_size)
+            schedule = auto
+        else:
+            schedule = FixedBatchSize(strategy.batch_size(spec.batch_size))
+        iterations = _Iterations()
+        gc.collect()
+        cpu_before = time.process_time()
+        started = time.perf_counter()
+        result = await train(
+            typed,
+            strategy,
+            Playbook(),
+            samples,
+            [],
+            schedule=schedule,
+            score=task.score,
+            config=LoopConfig(epochs=spec.epochs, seed=spec.seed),
+            observer=iterations,
+        )
+        ended = time.perf_counter()
+        cpu = time.process_time() - cpu_before
+    finally:
+        await llm.aclose()
+    calls = [c for c in llm.calls if c.role != "preflight" and c.start >= started]
+    usage = {role: u for role, u in llm.usage().items() if role != "preflight"}
+    call_count = sum(u.calls for u in usage.values())
+    retries: dict[str, int] = {}
+    for u in usage.values():
+        for kind, count in u.retries_by_kind.items():
+            retries[kind] = retries.get(kind, 0) + count
+    epoch_times = [
+        round(sum(r["wall_s"] for r in iterations.rows if r["epoch"] == e), 4)
+        for e in range(1, spec.epochs + 1)
+    ]
+    return {
+        "spec": asdict(spec),
+        "train_seconds": round(ended - started, 4),
+        "epoch_seconds": epoch_times,
+        "iterations": result.iterations,
+        "batch_sizes": [r["batch_size"] for r in iterations.rows],
+        "iteration_rows": iterations.rows,
+        "llm_calls": call_count,
+        "roles": {
+            role: {
+                "calls": u.calls,
+                "failed": u.failed_calls,
+                "retries": u.retries,
+                "reasks": u.reasks,
+                "prompt_tokens": u.prompt_tokens,
+                "completion_tokens": u.completion_tokens,
+            }
+            for role, u in sorted(usage.items())
+        },
+        "retries_by_kind": dict(sorted(retries.items())),
+        "client_cpu_s": round(cpu, 4),
+        "cpu_ms_per_call": round(1000 * cpu / call_count, 4) if call_count else None,
+        "idle_fraction": round(idle_fraction([(c.sent, c.end) for c in calls], started, ended), 4),
+        "peak_rss_mb": round(_peak_rss_mb(), 1),
+        "failed_samples": len(result.failures),
+        "failed_by_stage": _count(f.stage for f in result.failures),
+        "valid_reflections": method.valid_reflections,
+        "reflections_in_a_curate": len(method.reached_curate),
+        "playbook_bullets": len(result.final_context),
+        "batch_profile": None if auto is None else auto.profile(),
+    }
+
+
+def _count(items: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item] = counts.get(item, 0) + 1
+    return counts
+
+
+def _peak_rss_mb() -> float:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports KiB, macOS bytes.
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
