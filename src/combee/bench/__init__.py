@@ -1,0 +1,1 @@
+"""Benchmarks: training wall time, idle fraction and client CPU against the simulated server."""
