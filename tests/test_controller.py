@@ -144,9 +144,10 @@ def test_ladder_is_ascending_bounded_and_fits_the_epoch(epoch: int, cap: int, ru
 
 
 def test_default_ladder() -> None:
-    assert ladder(500, max_batch_size=100) == [12, 25, 50, 100]
-    assert ladder(500, max_batch_size=500) == [31, 62, 125]  # half the epoch at most
-    assert ladder(16, max_batch_size=100) == [1, 2, 4]
+    assert ladder(500, max_batch_size=100) == [25, 50, 100]
+    assert ladder(500, max_batch_size=500) == [62, 125]  # half the epoch at most
+    assert ladder(500, max_batch_size=100, rungs=4) == [12, 25, 50, 100]
+    assert ladder(16, max_batch_size=100) == [2, 4]
 
 
 def drive(
@@ -167,7 +168,7 @@ def drive(
 
 def test_schedule_profiles_then_runs_the_choice() -> None:
     seen: list[BatchDecision] = []
-    schedule = AutoBatchSize(tau=0.01, max_batch_size=100, on_decision=seen.append)
+    schedule = AutoBatchSize(tau=0.01, max_batch_size=100, rungs=4, on_decision=seen.append)
     (sizes,) = drive(schedule, 1, N, lambda b: 0.3 + 0.004 * b)
     assert sizes[:4] == [12, 25, 50, 100]
     chosen = schedule.chosen

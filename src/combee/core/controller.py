@@ -24,7 +24,7 @@ from combee.errors import ConfigError
 
 DEFAULT_TAU = 0.005
 DEFAULT_MAX_BATCH_SIZE = 100
-DEFAULT_RUNGS = 4
+DEFAULT_RUNGS = 3
 DEFAULT_PROFILE_SHARE = 0.5
 """Profiling never uses more than this share of an epoch's samples."""
 
@@ -74,7 +74,7 @@ def ladder(
     profile_share: float = DEFAULT_PROFILE_SHARE,
 ) -> list[int]:
     """The candidate sizes to profile, smallest first: the top size, ``max_batch_size`` or
-    ``profile_share`` of the epoch if less, halved ``rungs - 1`` times (100: 12, 25, 50, 100);
+    ``profile_share`` of the epoch if less, halved ``rungs - 1`` times (100: 25, 50, 100);
     only the smaller rungs that fit in ``profile_share`` of the epoch are kept, but never fewer
     than two when two fit in the epoch at all.
     """

@@ -6,7 +6,7 @@ for the role, in a way that makes learning observable:
 - generator: answers :func:`scripted_answer` (the "right" answer) when a playbook bullet mentions
   the question's topic (the formula name), a wrong answer otherwise; cites bullet ids it saw.
 - reflector: a key insight naming the topic; tags the cited bullets.
-- curator: one ADD per reflection, carrying its key insight.
+- curator: one ADD per new key insight (not in the playbook, not repeated in the call).
 - merge: the union of the local updates' ADDs, de-duplicated by content.
 
 A simulated task whose gold answers are ``scripted_answer(question)`` is therefore solved once the
@@ -127,15 +127,22 @@ def _allowed_sections(prompt: str) -> list[str]:
 
 
 def _curator(prompt: str) -> dict[str, Any]:
+    """One ADD per lesson that is new: not already in the playbook, not already added by this
+    call (what the curator prompt asks of a real model)."""
     sections = _allowed_sections(prompt) or ["other"]
+    known = {_normal(text).casefold() for _, text in _bullets(_block(prompt, "playbook"))}
     operations = []
     for chunk in _REFLECTION_RE.split(prompt)[1:]:
         match = re.search(r"^\s*key_insight: (.+)$", chunk, re.MULTILINE)
         if match:
             content = match.group(1).strip()
+            key = _normal(content).casefold()
+            if key in known:
+                continue
+            known.add(key)
             section = sections[_digest(content) % len(sections)]
             operations.append({"type": "ADD", "section": section, "content": content})
-    reasoning = f"{len(operations)} lesson(s) from the reflections."
+    reasoning = f"{len(operations)} new lesson(s) from the reflections."
     return {"reasoning": reasoning, "operations": operations}
 
 
