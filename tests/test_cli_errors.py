@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from combee.sim import serve_in_thread
+from combee.sim import HTTPFault, serve_in_thread
 from combee.sim.ace_script import ace_responder
 from tests.cli_helpers import run_combee
 
@@ -178,3 +180,26 @@ def test_a_finished_run_is_not_overwritten_by_accident(tmp_path: Path, base_url:
     assert first.returncode == 0, first.stderr
     _fails_with(args, "already holds a finished run", "--overwrite")
     assert run_combee(*args, "--overwrite").returncode == 0
+
+
+def test_a_server_without_json_schema_support_gets_the_setting_that_fixes_it(
+    tmp_path: Path,
+) -> None:
+    def no_json_schema(body: Mapping[str, Any]) -> str:
+        response_format = body.get("response_format") or {}
+        if response_format.get("type") == "json_schema":
+            raise HTTPFault(400, "response_format type json_schema is not supported")
+        return ace_responder(body)
+
+    with serve_in_thread(no_json_schema) as server:
+        _fails_with(
+            ["train", "--model", "sim", "--base-url", server.base_url,
+             "--out", str(tmp_path / "r")],
+            "--json-mode json_object_schema",
+        )  # fmt: skip
+        result = run_combee(
+            "train", "--model", "sim", "--base-url", server.base_url, "--json-mode",
+            "json_object_schema", "--batch-size", "2", "--train-limit", "2", "--val-limit", "0",
+            "--test-limit", "1", "--out", str(tmp_path / "ok"),
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr

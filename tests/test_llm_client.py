@@ -377,8 +377,10 @@ async def test_preflight_passes_against_a_running_server(serve: Serve, no_key: N
         llm = make_llm(server.base_url)
         await llm.preflight()
         await llm.aclose()
-        (record,) = server.records
-    assert record.body["max_tokens"] == 1
+        plain, structured = server.records
+    assert plain.body["max_tokens"] == 1
+    assert "response_format" not in plain.body
+    assert structured.body["response_format"]["type"] == "json_schema"
 
 
 def test_remote_endpoint_without_key_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,6 +24,10 @@ from combee.llm.types import Backend, Completion, JsonMode, JsonSchema, Message,
 __all__ = ["LLM", "CallRecord", "Prices"]
 
 _PREFLIGHT_ROLE = "preflight"
+_PREFLIGHT_SCHEMA = JsonSchema(
+    name="preflight",
+    schema={"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+)
 
 
 class LLM:
@@ -157,6 +161,25 @@ class LLM:
         except LLMCallError as error:
             raise EndpointError(
                 f"the LLM endpoint at {self._base_url or self.model} failed a test call: {error}"
+            ) from None
+        if self._json_mode == "json_schema":
+            await self._preflight_json_schema()
+
+    async def _preflight_json_schema(self) -> None:
+        """Servers without ``json_schema`` response formats (llama.cpp's) answer 400: say so
+        before any work starts, with the setting that fixes it."""
+        request = self._request(
+            [{"role": "user", "content": 'Reply with {"ok": true}.'}], 0.0, 16, _PREFLIGHT_SCHEMA
+        )
+        try:
+            await self._attempts(request, _PREFLIGHT_ROLE, time.perf_counter(), preflight=True)
+        except EndpointError:
+            raise
+        except LLMCallError as error:
+            raise EndpointError(
+                f"the LLM endpoint at {self._base_url or self.model} refused a structured-output "
+                f"call ({error}). If the server lacks response_format type json_schema, pass "
+                "--json-mode json_object_schema (llama.cpp server) or --json-mode json_object"
             ) from None
 
     async def aclose(self) -> None:
