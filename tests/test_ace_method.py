@@ -47,6 +47,22 @@ class NoCalls:
         raise AssertionError(f"unexpected {role} call")
 
 
+class EmptyMerge:
+    """A model whose merge keeps nothing (as small models sometimes reply)."""
+
+    async def complete_json(
+        self,
+        messages: Sequence[Message],
+        *,
+        role: str,
+        schema: JsonSchema,
+        temperature: float = 0.0,
+        max_tokens: int = 2048,
+    ) -> tuple[dict[str, Any], Completion]:
+        assert role == "merge"
+        return {"reasoning": "nothing to keep", "operations": []}, Completion("{}", 1, 1, 0.0, "m")
+
+
 PLAYBOOK = Playbook(
     bullets=(
         Bullet("str-00001", "strategies", "one", 1, 0),
@@ -89,6 +105,14 @@ async def test_curate_and_merge_skip_calls_when_there_is_nothing_to_combine() ->
     assert await method.merge(PLAYBOOK, [AceUpdate(), AceUpdate()]) == AceUpdate(source="none")
     only = AceUpdate([{"type": "DELETE", "bullet_id": "str-00001"}], "why", "curator")
     assert await method.merge(PLAYBOOK, [AceUpdate(), only]) is only
+
+
+async def test_a_merge_that_keeps_nothing_falls_back_to_the_local_updates() -> None:
+    first = AceUpdate([{"type": "ADD", "section": "mistakes", "content": "a"}], "", "curator")
+    second = AceUpdate([{"type": "ADD", "section": "checks", "content": "b"}], "", "curator")
+    merged = await AceMethod(EmptyMerge(), score).merge(PLAYBOOK, [first, second])
+    assert merged.source == "merge-fallback"
+    assert merged.operations == first.operations + second.operations
 
 
 def test_apply_keeps_the_last_result() -> None:

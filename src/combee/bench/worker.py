@@ -12,8 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from combee.bench.metrics import idle_fraction
-from combee.cli.endpoint import EndpointSettings
-from combee.cli.train import build_llm
+from combee.cli.endpoint import EndpointSettings, make_llm
 from combee.core.controller import DEFAULT_TAU, AutoBatchSize
 from combee.core.loop import (
     BatchSchedule,
@@ -122,8 +121,9 @@ async def _run(spec: RunSpec) -> dict[str, Any]:
         price_prompt=None,
         price_completion=None,
         seed=spec.seed,
+        client=spec.client,
     )
-    llm = build_llm(endpoint, spec.client)
+    llm = make_llm(endpoint)
     try:
         await llm.preflight()
         method = _CountingMethod(

@@ -28,7 +28,7 @@ def demo_options(*, train: int, batch_size: int, test: int, seed: int, out: Path
         val_every=0,
         token_budget=2000,
         temperature=0.0,
-        max_tokens=1024,
+        max_tokens=768,
         initial_playbook=None,
         baseline=True,
         seed=seed,

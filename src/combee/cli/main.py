@@ -79,6 +79,7 @@ def _endpoint(
     price_prompt: float | None,
     price_completion: float | None,
     seed: int,
+    client: str = "openai",
 ) -> EndpointSettings:
     return EndpointSettings(
         model=model,
@@ -92,6 +93,7 @@ def _endpoint(
         price_prompt=price_prompt,
         price_completion=price_completion,
         seed=seed,
+        client=client,
     )
 
 
@@ -194,6 +196,7 @@ def train_command(
         price_prompt,
         price_completion,
         seed,
+        client,
     )
     auto_batch = batch_size.strip().lower() == "auto"
     if auto_batch and method != "ace":
@@ -224,7 +227,6 @@ def train_command(
         max_batch_size=max_batch_size,
         tau=tau,
         reprofile=reprofile,
-        client=client,
     )
     if method == "ace":
         results = _run(run_train(options, endpoint, err))
@@ -250,6 +252,7 @@ def eval_command(
     task: Annotated[str, typer.Option()] = "formula",
     split: Annotated[str, typer.Option(help="train | val | test.")] = "test",
     limit: Annotated[int | None, typer.Option(help="First N samples.")] = None,
+    max_tokens: Annotated[int, typer.Option(help="Completion tokens per call.")] = 2048,
     model: Model = DEFAULT_MODEL,
     base_url: BaseUrl = None,
     api_key_env: ApiKeyEnv = "OPENAI_API_KEY",
@@ -286,6 +289,7 @@ def eval_command(
         scorer=scorer,
         split=split,
         limit=limit,
+        max_tokens=max_tokens,
         seed=seed,
         out=out,
     )
@@ -304,9 +308,9 @@ def demo_command(
     base_url: BaseUrl = None,
     api_key_env: ApiKeyEnv = "OPENAI_API_KEY",
     json_mode: JsonModeOpt = "json_schema",
-    train: Annotated[int, typer.Option(help="Training samples.")] = 6,
-    batch_size: Annotated[int, typer.Option(help="Samples per iteration.")] = 6,
-    test: Annotated[int, typer.Option(help="Test samples, scored before and after.")] = 6,
+    train: Annotated[int, typer.Option(help="Training samples.")] = 4,
+    batch_size: Annotated[int, typer.Option(help="Samples per iteration.")] = 4,
+    test: Annotated[int, typer.Option(help="Test samples, scored before and after.")] = 4,
     seed: Annotated[int, typer.Option()] = 0,
     out: Annotated[Path, typer.Option(help="Run directory.")] = Path("runs/demo"),
 ) -> None:

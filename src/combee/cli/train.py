@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
-from combee.cli.endpoint import JSON_MODES, EndpointSettings, make_llm
+from combee.cli.endpoint import EndpointSettings, make_llm
 from combee.cli.progress import CountingDisplay, ProgressDisplay
 from combee.core.controller import (
     DEFAULT_MAX_BATCH_SIZE,
@@ -24,59 +24,13 @@ from combee.core.controller import (
 from combee.core.evaluate import Evaluation, evaluate
 from combee.core.loop import BatchSchedule, FixedBatchSize, LoopConfig, train
 from combee.errors import ConfigError
-from combee.llm.cache import ResponseCache
-from combee.llm.client import LLM, Prices
+from combee.llm.client import LLM
 from combee.methods.ace import AceMethod, Playbook
 from combee.runs import RunDir, RunRecorder
 from combee.runs.recorder import usage_totals
 from combee.strategies import get_strategy
 from combee.tasks.base import Sample, Task
 from combee.tasks.registry import get_task
-
-CLIENTS = ("openai", "lean")
-
-
-def build_llm(endpoint: EndpointSettings, client: str = "openai") -> LLM:
-    """The LLM client; ``client`` picks the HTTP backend: the ``openai`` SDK, or ``lean`` (the
-    same wire format on a small keep-alive HTTP/1.1 client, far cheaper per call)."""
-    if client == "openai":
-        return make_llm(endpoint)
-    if client != "lean":
-        raise ConfigError(f"--client {client!r} is not one of {', '.join(CLIENTS)}")
-    if endpoint.model == "local" or endpoint.model.startswith("local:"):
-        raise ConfigError("--client lean talks HTTP; the embedded local model needs no client")
-    if endpoint.concurrency < 1:
-        raise ConfigError(f"--concurrency must be at least 1 (got {endpoint.concurrency})")
-    mode = next((m for m in JSON_MODES if m == endpoint.json_mode), None)
-    if mode is None:
-        raise ConfigError(
-            f"--json-mode {endpoint.json_mode!r} is not one of {', '.join(JSON_MODES)}"
-        )
-    from combee.llm.lean_backend import LeanBackend
-
-    backend = LeanBackend(
-        model=endpoint.model,
-        base_url=endpoint.base_url,
-        api_key_env=endpoint.api_key_env,
-        json_mode=mode,
-    )
-    prices = None
-    if endpoint.price_prompt is not None or endpoint.price_completion is not None:
-        prices = Prices(endpoint.price_prompt or 0.0, endpoint.price_completion or 0.0)
-    cache = None
-    if endpoint.cache_path is not None:
-        endpoint.cache_path.parent.mkdir(parents=True, exist_ok=True)
-        cache = ResponseCache(endpoint.cache_path)
-    return LLM(
-        backend,
-        concurrency=endpoint.concurrency,
-        max_retries=endpoint.max_retries,
-        timeout_s=endpoint.timeout_s,
-        cache=cache,
-        json_mode=mode,
-        prices=prices,
-        seed=endpoint.seed,
-    )
 
 
 @dataclass(frozen=True)
@@ -106,7 +60,6 @@ class TrainOptions:
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
     tau: float = DEFAULT_TAU
     reprofile: bool = False
-    client: str = "openai"
 
 
 def _limit(samples: Sequence[Sample], limit: int | None, flag: str) -> list[Sample]:
@@ -155,8 +108,16 @@ async def _evaluate_with_bar(
     samples: list[Sample],
     task: Task,
 ) -> Evaluation:
+    started = time.perf_counter()
     with CountingDisplay(console, label, len(samples)) as bar:
-        return await evaluate(method, playbook, samples, score=task.score, on_done=bar.advance)
+        result = await evaluate(method, playbook, samples, score=task.score, on_done=bar.advance)
+    failed = f", {len(result.failures)} failed" if result.failures else ""
+    console.print(
+        f"{label}: accuracy {result.accuracy():.3f} on {len(samples)} samples{failed} "
+        f"({time.perf_counter() - started:.1f}s)",
+        highlight=False,
+    )
+    return result
 
 
 def _schedule(
@@ -213,7 +174,7 @@ async def run_train(
     playbook = _load_playbook(options.initial_playbook)
     run_dir = RunDir(options.out, overwrite=options.overwrite)
     handler = _log_to(run_dir)
-    llm = build_llm(endpoint, options.client)
+    llm = make_llm(endpoint)
     try:
         await llm.preflight()
         method = AceMethod(
@@ -319,6 +280,7 @@ class EvalOptions:
     limit: int | None
     seed: int
     out: Path | None
+    max_tokens: int = 2048
 
 
 async def run_eval(
@@ -334,7 +296,7 @@ async def run_eval(
     llm: LLM = make_llm(endpoint)
     try:
         await llm.preflight()
-        method = AceMethod(llm, task.score)
+        method = AceMethod(llm, task.score, max_tokens=options.max_tokens)
         started = time.perf_counter()
         result = await _evaluate_with_bar(
             console, f"{options.split}", method, playbook, samples, task

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
@@ -14,6 +15,8 @@ from combee.methods.ace.operations import ApplyResult, apply_operations
 from combee.methods.ace.playbook import Playbook
 from combee.methods.ace.update import AceUpdate
 from combee.tasks.base import Sample, Score
+
+log = logging.getLogger(__name__)
 
 
 class ChatModel(Protocol):
@@ -110,7 +113,17 @@ class AceMethod:
         if len(useful) == 1:
             return useful[0]
         messages = prompts.merge_messages(context, useful, token_budget=self.token_budget)
-        return _update(await self._ask(messages, "merge", schemas.MERGE), "merge")
+        merged = _update(await self._ask(messages, "merge", schemas.MERGE), "merge")
+        if merged.operations:
+            return merged
+        # Curators only propose what is new, so a merge that keeps nothing has dropped the
+        # lessons (small models do): keep the local updates, in order; apply drops duplicates.
+        log.warning("merge returned no operations for %d local updates; keeping them", len(useful))
+        return AceUpdate(
+            operations=[op for update in useful for op in update.operations],
+            reasoning=merged.reasoning,
+            source="merge-fallback",
+        )
 
     def tally(self, context: Playbook, reflections: Sequence[Reflection]) -> Playbook:
         """Count the reflectors' bullet tags: helpful and harmful add one to that counter."""

@@ -14,7 +14,8 @@ class AceUpdate:
     operations: list[dict[str, Any]] = field(default_factory=list)
     reasoning: str = ""
     source: str = ""
-    """Which role produced it: "curator", "merge", or "none" when no call was needed."""
+    """Which role produced it: "curator", "merge", "merge-fallback" (the merge kept nothing, so
+    the local updates stand), or "none" when no call was needed."""
 
     def render(self) -> str:
         """The operations as a JSON array, one operation per line."""
