@@ -1,6 +1,7 @@
 """Scorers: turn a prediction and a gold answer into a :class:`Score`.
 
-Never ``eval()`` a prediction: model output is untrusted text. Numbers are parsed with ``float()``.
+Never evaluate a prediction as code: model output is untrusted text. Numbers are parsed with
+``float()``.
 """
 
 from __future__ import annotations
