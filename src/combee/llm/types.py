@@ -99,3 +99,18 @@ class RoleUsage:
     latency_s: float = 0.0
     cost: float = 0.0
     retries_by_kind: dict[str, int] = field(default_factory=dict)
+
+
+class ChatModel(Protocol):
+    """What a base method needs from the LLM layer: one structured call per role
+    (:class:`combee.llm.client.LLM` provides it; tests may pass anything with this method)."""
+
+    async def complete_json(
+        self,
+        messages: Sequence[Message],
+        *,
+        role: str,
+        schema: JsonSchema,
+        temperature: float = 0.0,
+        max_tokens: int = 2048,
+    ) -> tuple[dict[str, Any], Completion]: ...

@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from combee.core.types import Reflection, Trajectory
 from combee.errors import ConfigError
-from combee.llm.types import Completion, JsonSchema, Message
+from combee.llm.types import ChatModel, JsonSchema, Message
 from combee.methods.ace import prompts, schemas
 from combee.methods.ace.operations import ApplyResult, apply_operations
 from combee.methods.ace.playbook import Playbook
@@ -17,20 +17,6 @@ from combee.methods.ace.update import AceUpdate
 from combee.tasks.base import Sample, Score
 
 log = logging.getLogger(__name__)
-
-
-class ChatModel(Protocol):
-    """What ACE needs from the LLM layer (``combee.llm.client.LLM`` provides it)."""
-
-    async def complete_json(
-        self,
-        messages: Sequence[Message],
-        *,
-        role: str,
-        schema: JsonSchema,
-        temperature: float = 0.0,
-        max_tokens: int = 2048,
-    ) -> tuple[dict[str, Any], Completion]: ...
 
 
 class AceMethod:

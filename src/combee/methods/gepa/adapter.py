@@ -11,8 +11,8 @@ from typing import Any
 from gepa.core.adapter import EvaluationBatch
 
 from combee.errors import LLMCallError
+from combee.llm.types import ChatModel
 from combee.methods.gepa import prompts, schemas
-from combee.methods.gepa.chat import ChatModel
 from combee.methods.gepa.runner import LoopRunner
 from combee.tasks.base import Sample, Score
 

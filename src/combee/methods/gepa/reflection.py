@@ -25,9 +25,8 @@ from gepa.proposer.reflective_mutation.reflection_lm import ReflectionJob, Refle
 
 from combee.core.scan import level_one_groups
 from combee.errors import ConfigError, LLMCallError
-from combee.llm.types import JsonSchema, Message
+from combee.llm.types import ChatModel, JsonSchema, Message
 from combee.methods.gepa import prompts, schemas
-from combee.methods.gepa.chat import ChatModel
 from combee.methods.gepa.records import canonical
 from combee.methods.gepa.runner import LoopRunner
 
