@@ -67,36 +67,6 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
         raise typer.Exit(130) from None
 
 
-def _endpoint(
-    model: str,
-    base_url: str | None,
-    api_key_env: str,
-    json_mode: str,
-    concurrency: int,
-    timeout: float,
-    max_retries: int,
-    cache: Path | None,
-    price_prompt: float | None,
-    price_completion: float | None,
-    seed: int,
-    client: str = "openai",
-) -> EndpointSettings:
-    return EndpointSettings(
-        model=model,
-        base_url=base_url,
-        api_key_env=api_key_env,
-        json_mode=json_mode,
-        concurrency=concurrency,
-        timeout_s=timeout,
-        max_retries=max_retries,
-        cache_path=cache,
-        price_prompt=price_prompt,
-        price_completion=price_completion,
-        seed=seed,
-        client=client,
-    )
-
-
 def out_is_terminal() -> bool:
     return out.is_terminal
 
@@ -184,19 +154,19 @@ def train_command(
     ] = False,
 ) -> None:
     """Learn a playbook on a task and evaluate it on the test slice."""
-    endpoint = _endpoint(
-        model,
-        base_url,
-        api_key_env,
-        json_mode,
-        concurrency,
-        timeout,
-        max_retries,
-        None if no_cache else (cache or out / "cache.sqlite"),
-        price_prompt,
-        price_completion,
-        seed,
-        client,
+    endpoint = EndpointSettings(
+        model=model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        json_mode=json_mode,
+        concurrency=concurrency,
+        timeout_s=timeout,
+        max_retries=max_retries,
+        cache_path=None if no_cache else (cache or out / "cache.sqlite"),
+        price_prompt=price_prompt,
+        price_completion=price_completion,
+        seed=seed,
+        client=client,
     )
     auto_batch = batch_size.strip().lower() == "auto"
     if auto_batch and method != "ace":
@@ -269,18 +239,18 @@ def eval_command(
     ] = None,
 ) -> None:
     """Evaluate a saved playbook on a task split."""
-    endpoint = _endpoint(
-        model,
-        base_url,
-        api_key_env,
-        json_mode,
-        concurrency,
-        timeout,
-        max_retries,
-        cache,
-        None,
-        None,
-        seed,
+    endpoint = EndpointSettings(
+        model=model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        json_mode=json_mode,
+        concurrency=concurrency,
+        timeout_s=timeout,
+        max_retries=max_retries,
+        cache_path=cache,
+        price_prompt=None,
+        price_completion=None,
+        seed=seed,
     )
     options = EvalOptions(
         playbook=playbook,
@@ -317,18 +287,18 @@ def demo_command(
     """A short real Combee training on Formula: accuracy before and after, and the playbook."""
     from combee.cli.demo import run_demo
 
-    endpoint = _endpoint(
-        model,
-        base_url,
-        api_key_env,
-        json_mode,
-        64,
-        600.0,
-        4,
-        None,
-        None,
-        None,
-        seed,
+    endpoint = EndpointSettings(
+        model=model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        json_mode=json_mode,
+        concurrency=64,
+        timeout_s=600.0,
+        max_retries=4,
+        cache_path=None,
+        price_prompt=None,
+        price_completion=None,
+        seed=seed,
     )
     lines = _run(
         run_demo(endpoint, err, train=train, batch_size=batch_size, test=test, seed=seed, out=out)
