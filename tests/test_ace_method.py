@@ -107,10 +107,29 @@ async def test_curate_and_merge_skip_calls_when_there_is_nothing_to_combine() ->
     assert await method.merge(PLAYBOOK, [AceUpdate(), only]) is only
 
 
-async def test_a_merge_that_keeps_nothing_falls_back_to_the_local_updates() -> None:
+class InvalidMerge(EmptyMerge):
+    """A merge whose only operation names no real bullet."""
+
+    async def complete_json(
+        self,
+        messages: Sequence[Message],
+        *,
+        role: str,
+        schema: JsonSchema,
+        temperature: float = 0.0,
+        max_tokens: int = 2048,
+    ) -> tuple[dict[str, Any], Completion]:
+        ops = [{"type": "MERGE", "bullet_ids": ["domain", "domain"], "content": "x"}]
+        return {"reasoning": "", "operations": ops}, Completion("{}", 1, 1, 0.0, "m")
+
+
+@pytest.mark.parametrize("model", [EmptyMerge(), InvalidMerge()])
+async def test_a_merge_that_keeps_nothing_falls_back_to_the_local_updates(
+    model: EmptyMerge,
+) -> None:
     first = AceUpdate([{"type": "ADD", "section": "mistakes", "content": "a"}], "", "curator")
     second = AceUpdate([{"type": "ADD", "section": "checks", "content": "b"}], "", "curator")
-    merged = await AceMethod(EmptyMerge(), score).merge(PLAYBOOK, [first, second])
+    merged = await AceMethod(model, score).merge(PLAYBOOK, [first, second])
     assert merged.source == "merge-fallback"
     assert merged.operations == first.operations + second.operations
 

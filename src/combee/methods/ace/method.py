@@ -100,11 +100,14 @@ class AceMethod:
             return useful[0]
         messages = prompts.merge_messages(context, useful, token_budget=self.token_budget)
         merged = _update(await self._ask(messages, "merge", schemas.MERGE), "merge")
-        if merged.operations:
+        if apply_operations(context, merged.operations, token_budget=self.token_budget).applied:
             return merged
-        # Curators only propose what is new, so a merge that keeps nothing has dropped the
-        # lessons (small models do): keep the local updates, in order; apply drops duplicates.
-        log.warning("merge returned no operations for %d local updates; keeping them", len(useful))
+        # Curators only propose what is new, so a merge with no operation that applies has
+        # dropped the lessons (small models do): keep the local updates, in order; apply
+        # rejects what is invalid or duplicated among them.
+        log.warning(
+            "merge kept no valid operation of %d local updates; keeping the updates", len(useful)
+        )
         return AceUpdate(
             operations=[op for update in useful for op in update.operations],
             reasoning=merged.reasoning,
