@@ -18,8 +18,9 @@ from typing import Any
 from combee.errors import ConfigError
 from combee.llm.http1 import ConnectFailed, Http1Pool, Origin, Response, ResponseBroken
 from combee.llm.openai_backend import DEFAULT_KEY_ENV, estimate_tokens, is_loopback
+from combee.llm.response_format import ResponseFormats
 from combee.llm.retry import BackendFailure, retry_after_seconds
-from combee.llm.types import Completion, JsonMode, JsonSchema, Request
+from combee.llm.types import Completion, JsonMode, Request
 
 
 def _std_dumps(value: Any) -> bytes:
@@ -80,7 +81,7 @@ class LeanBackend:
             f"Authorization: Bearer {key}\r\n"
             "Content-Length: "
         ).encode("latin-1")
-        self._formats: dict[int, tuple[JsonSchema, dict[str, Any]]] = {}
+        self._formats = ResponseFormats(json_mode)
 
     def __repr__(self) -> str:
         return f"LeanBackend(model={self.model!r}, base_url={self.base_url!r})"
@@ -95,7 +96,7 @@ class LeanBackend:
         if request.seed is not None:
             body["seed"] = request.seed
         if request.json_schema is not None and self.json_mode != "none":
-            body["response_format"] = self._response_format(request.json_schema)
+            body["response_format"] = self._formats.for_schema(request.json_schema)
         encoded = _dumps(body)
         payload = b"".join((self._head, str(len(encoded)).encode(), b"\r\n\r\n", encoded))
         started = time.perf_counter()
@@ -112,23 +113,6 @@ class LeanBackend:
         if response.status != 200:
             raise _status_failure(response)
         return _completion(response.body, request, self.model, latency)
-
-    def _response_format(self, schema: JsonSchema) -> dict[str, Any]:
-        cached = self._formats.get(id(schema))
-        if cached is not None and cached[0] is schema:
-            return cached[1]
-        body = dict(schema.schema)
-        if self.json_mode == "json_schema":
-            spec = {"name": schema.name, "schema": body, "strict": False}
-            response_format: dict[str, Any] = {"type": "json_schema", "json_schema": spec}
-        elif self.json_mode == "json_object_schema":
-            response_format = {"type": "json_object", "schema": body}
-        else:
-            response_format = {"type": "json_object"}
-        if len(self._formats) >= 256:
-            self._formats.clear()
-        self._formats[id(schema)] = (schema, response_format)
-        return response_format
 
     async def aclose(self) -> None:
         await self._pool.aclose()

@@ -13,8 +13,9 @@ from urllib.parse import urlsplit
 import openai
 
 from combee.errors import ConfigError
+from combee.llm.response_format import ResponseFormats
 from combee.llm.retry import BackendFailure
-from combee.llm.types import Completion, JsonMode, JsonSchema, Request
+from combee.llm.types import Completion, JsonMode, Request
 
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 _LOCAL_PLACEHOLDER_KEY = "no-key-needed"
@@ -61,7 +62,7 @@ class OpenAIBackend:
             http_client=openai.DefaultAsyncHttpxClient(limits=pool, timeout=timeout_s),
         )
         self.base_url: str = str(self._client.base_url).rstrip("/")
-        self._formats: dict[int, tuple[JsonSchema, dict[str, Any]]] = {}
+        self._formats = ResponseFormats(json_mode)
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r})"
@@ -76,7 +77,7 @@ class OpenAIBackend:
         if request.seed is not None:
             arguments["seed"] = request.seed
         if request.json_schema is not None and self.json_mode != "none":
-            arguments["response_format"] = self._response_format(request.json_schema)
+            arguments["response_format"] = self._formats.for_schema(request.json_schema)
         started = time.perf_counter()
         response = await self._client.chat.completions.create(**arguments)
         latency = time.perf_counter() - started
@@ -98,23 +99,6 @@ class OpenAIBackend:
             latency_s=latency,
             model=str(getattr(response, "model", None) or self.model),
         )
-
-    def _response_format(self, schema: JsonSchema) -> dict[str, Any]:
-        cached = self._formats.get(id(schema))
-        if cached is not None and cached[0] is schema:
-            return cached[1]
-        body = dict(schema.schema)
-        if self.json_mode == "json_schema":
-            spec = {"name": schema.name, "schema": body, "strict": False}
-            response_format: dict[str, Any] = {"type": "json_schema", "json_schema": spec}
-        elif self.json_mode == "json_object_schema":
-            response_format = {"type": "json_object", "schema": body}
-        else:
-            response_format = {"type": "json_object"}
-        if len(self._formats) >= 256:
-            self._formats.clear()
-        self._formats[id(schema)] = (schema, response_format)
-        return response_format
 
     async def aclose(self) -> None:
         await self._client.close()
