@@ -341,8 +341,12 @@ def bench_command(
     rate_bad_body: Annotated[float | None, typer.Option(help="Server.")] = None,
     out: Annotated[Path, typer.Option(help="Where the JSON and PNG go.")] = Path("runs/bench"),
 ) -> None:
-    """Measure training speed: sequential, naive and combee (fixed and auto batch sizes) on
-    Formula against a simulated server in its own process. Not a test: it takes minutes."""
+    """Measure training speed against a simulated server (takes minutes).
+
+    Trains sequential, naive and combee (fixed and auto batch sizes) on Formula against
+    `combee sim-server` in its own process and reports wall time, speedup, calls, client CPU,
+    idle fraction and retries.
+    """
     from combee.cli.bench import BenchOptions, run_bench
 
     options = BenchOptions(
@@ -415,8 +419,10 @@ def sim_server_command(
         float, typer.Option(help="Share of calls answered 200 with truncated or non-JSON body.")
     ] = 0.0,
 ) -> None:
-    """Serve a scripted model over the OpenAI chat-completions API, with simulated latency and
-    injected faults (all seeded)."""
+    """Serve a scripted model over the OpenAI chat-completions API.
+
+    Simulated latency and injected faults are set by the flags below, all seeded.
+    """
     from combee.sim.server import SimConfig, echo_responder, run_server
 
     if script == "ace":
