@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import logging
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +30,8 @@ from rich.progress import (
 )
 
 from combee.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 GGUF_MAGIC = b"GGUF"
 DEFAULT_LOCAL_MODEL = "qwen2.5-1.5b"
@@ -226,6 +230,7 @@ def assemble_chunks(
         dir=target.parent, prefix=f".{target.name}.", suffix=".partial", delete=False
     )
     temp_path = Path(handle.name)
+    started = time.perf_counter()
     try:
         with handle:
             written, digest = _copy_chunks(chunks, handle, total, progress=progress)
@@ -244,6 +249,13 @@ def assemble_chunks(
     except BaseException:
         temp_path.unlink(missing_ok=True)
         raise
+    log.info(
+        "assembled %s from %d chunks (%d bytes, size and sha256 verified) in %.1f s",
+        target,
+        len(chunks),
+        written,
+        time.perf_counter() - started,
+    )
     return target
 
 
