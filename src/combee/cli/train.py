@@ -68,6 +68,19 @@ def _limit(samples: Sequence[Sample], limit: int | None, flag: str) -> list[Samp
     return list(samples if limit is None else samples[:limit])
 
 
+def load_samples(
+    task: Task, options: TrainOptions
+) -> tuple[list[Sample], list[Sample], list[Sample]]:
+    """The task's train, validation and test samples within the run's limits."""
+    splits = task.load()
+    train_set = _limit(splits.train, options.train_limit, "--train-limit")
+    val_set = _limit(splits.val, options.val_limit, "--val-limit")
+    test_set = _limit(splits.test, options.test_limit, "--test-limit")
+    if not train_set:
+        raise ConfigError(f"task {options.task!r} has no training samples with these limits")
+    return train_set, val_set, test_set
+
+
 def _load_playbook(path: Path | None) -> Playbook:
     if path is None:
         return Playbook()
@@ -165,12 +178,7 @@ async def run_train(
         raise ConfigError("--batch-size auto needs --strategy naive or combee (sequential is 1)")
     if options.epochs < 1:
         raise ConfigError(f"--epochs must be at least 1 (got {options.epochs})")
-    splits = task.load()
-    train_set = _limit(splits.train, options.train_limit, "--train-limit")
-    val_set = _limit(splits.val, options.val_limit, "--val-limit")
-    test_set = _limit(splits.test, options.test_limit, "--test-limit")
-    if not train_set:
-        raise ConfigError(f"task {options.task!r} has no training samples with these limits")
+    train_set, val_set, test_set = load_samples(task, options)
     playbook = _load_playbook(options.initial_playbook)
     run_dir = RunDir(options.out, overwrite=options.overwrite)
     handler = _log_to(run_dir)

@@ -25,7 +25,7 @@ from gepa.core.state import GEPAState
 from rich.console import Console
 
 from combee.cli.endpoint import EndpointSettings, make_llm
-from combee.cli.train import TrainOptions, _limit, _log_to
+from combee.cli.train import TrainOptions, _log_to, load_samples
 from combee.errors import ConfigError
 from combee.llm.types import RoleUsage
 from combee.methods.ace.playbook import count_tokens
@@ -132,12 +132,7 @@ async def run_train_gepa(
     if max_metric_calls < 1:
         raise ConfigError(f"--max-metric-calls must be at least 1 (got {max_metric_calls})")
     task = get_task(options.task, data=options.data, scorer=options.scorer, seed=options.seed)
-    splits = task.load()
-    train_set = _limit(splits.train, options.train_limit, "--train-limit")
-    val_set = _limit(splits.val, options.val_limit, "--val-limit")
-    test_set = _limit(splits.test, options.test_limit, "--test-limit")
-    if not train_set:
-        raise ConfigError(f"task {options.task!r} has no training samples with these limits")
+    train_set, val_set, test_set = load_samples(task, options)
     seed_prompt = _seed_prompt(options.initial_playbook)
     run_dir = RunDir(options.out, overwrite=options.overwrite)
     if options.overwrite:
