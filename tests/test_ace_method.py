@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
@@ -152,9 +153,15 @@ def test_budget_below_the_empty_playbook_is_a_config_error(budget: int) -> None:
         AceMethod(NoCalls(), score, token_budget=budget)
 
 
-def test_ace_method_satisfies_the_method_protocol() -> None:
+def test_ace_method_implements_the_method_contract() -> None:
     method: Method[Playbook, AceUpdate] = AceMethod(NoCalls(), score)
-    assert method is not None
+    for name in ("rollout", "reflect", "curate", "merge"):
+        assert inspect.iscoroutinefunction(getattr(method, name)), name
+    for name in ("tally", "apply"):
+        assert not inspect.iscoroutinefunction(getattr(method, name)), name
+    empty = Playbook()
+    assert method.tally(empty, []).render() == empty.render()
+    assert method.apply(empty, AceUpdate(source="none")).render() == empty.render()
 
 
 # -- end to end over HTTP -------------------------------------------------------------------------

@@ -84,7 +84,7 @@ def test_auto_with_sequential_is_refused(tmp_path: Path) -> None:
         str(tmp_path / "x"),
     )
     assert result.returncode == 1
-    assert "--batch-size auto needs --strategy naive or combee" in result.stderr
+    assert "--batch-size auto needs a strategy that batches" in result.stderr
 
 
 def test_batch_size_must_be_a_number_or_auto(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from combee.sim.ace_script import topic_of, wrong_answer
 from combee.sim.gepa_script import gepa_responder, rule_for
 from combee.tasks.base import Sample
 from combee.tasks.formula import FormulaTask
-from tests.test_gepa_support import by_schema, llm_on_runner
+from tests.gepa_support import by_schema, llm_on_runner
 
 
 @pytest.fixture(scope="module")

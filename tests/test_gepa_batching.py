@@ -1,8 +1,10 @@
-"""Batch-size strategies for GEPA: the plans, the resizable sampler and the iteration timer."""
+"""GEPA on Combee's batch schedule: the resizable sampler and the iteration clock."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -10,27 +12,11 @@ from gepa.core.data_loader import ListDataLoader
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from combee.core.loop import IterationReport, LoopObserver
 from combee.errors import ConfigError
-from combee.methods.gepa import IterationTimer, ResizableBatchSampler, plan_for
+from combee.methods.gepa import IterationClock, ResizableBatchSampler
 
 STATE: Any = None  # the sampler keeps its own cursor and never reads gepa's state
-
-
-def test_plans() -> None:
-    assert (plan_for("sequential", 40).minibatch_size, plan_for("sequential", 40).grouping) == (
-        3,
-        "single",
-    )
-    assert (plan_for("naive", 40).minibatch_size, plan_for("naive", 40).grouping) == (40, "single")
-    assert (plan_for("combee", 40).minibatch_size, plan_for("combee", 40).grouping) == (
-        40,
-        "combee",
-    )
-    assert (plan_for("auto", 40).minibatch_size, plan_for("auto", 40).grouping) == (40, "combee")
-    with pytest.raises(ConfigError, match="topk"):
-        plan_for("topk", 4)
-    with pytest.raises(ConfigError, match="batch-size"):
-        plan_for("combee", 0)
 
 
 @settings(max_examples=60, deadline=None)
@@ -71,18 +57,79 @@ def test_sampler_rejects_a_size_below_one() -> None:
         sampler.size = 0
 
 
-def test_timer_records_the_size_each_iteration_ran_with() -> None:
-    sampler = ResizableBatchSampler(4)
-    seen: list[Any] = []
-    timer = IterationTimer(sampler, on_timing=seen.append)
-    timer.on_iteration_start({"iteration": 1})
-    sampler.size = 9  # a controller changing the size mid-iteration affects the next one
-    timer.on_iteration_end({"iteration": 1, "proposal_accepted": True})
-    timer.on_iteration_start({"iteration": 2})
-    timer.on_iteration_end({"iteration": 2, "proposal_accepted": False})
-    assert [(t.iteration, t.batch_size, t.accepted) for t in timer.timings] == [
+class _Schedule:
+    """Hands out the given sizes and keeps what it is told."""
+
+    def __init__(self, sizes: list[int]) -> None:
+        self.sizes = sizes
+        self.asked: list[tuple[int, int]] = []
+        self.recorded: list[tuple[int, float]] = []
+
+    def next_size(self, *, epoch: int, remaining: int) -> int:
+        self.asked.append((epoch, remaining))
+        return self.sizes[len(self.asked) - 1]
+
+    def record(self, *, size: int, wall_s: float) -> None:
+        self.recorded.append((size, wall_s))
+
+
+class _Reports(LoopObserver):
+    def __init__(self) -> None:
+        self.reports: list[IterationReport[Any, Any]] = []
+
+    def on_iteration_end(self, report: IterationReport[Any, Any]) -> None:
+        self.reports.append(report)
+
+
+def _state(candidates: int) -> Any:
+    return SimpleNamespace(
+        program_full_scores_val_set=[0.25 * i for i in range(candidates)],
+        program_candidates=[{"system_prompt": f"prompt {i}"} for i in range(candidates)],
+        total_num_evals=10 * candidates,
+    )
+
+
+def test_clock_sizes_each_iteration_from_the_schedule_and_leaves_out_validation() -> None:
+    loader = ListDataLoader(list(range(10)))
+    sampler = ResizableBatchSampler(1)
+    schedule = _Schedule([4, 6])
+    validation = [0.0]
+    reports = _Reports()
+    clock = IterationClock(
+        sampler,
+        schedule,
+        train_size=10,
+        validation_seconds=lambda: validation[0],
+        observer=reports,
+    )
+    clock.on_iteration_start({"iteration": 1})
+    assert sampler.size == 4
+    assert len(sampler.next_minibatch_ids(loader, STATE)) == 4
+    time.sleep(0.2)
+    validation[0] += 0.15  # the adapter timed 0.15 s of validation inside this iteration
+    clock.on_iteration_end({"iteration": 1, "proposal_accepted": True, "state": _state(2)})
+    clock.on_iteration_start({"iteration": 2})
+    assert sampler.size == 6
+    clock.on_iteration_end({"iteration": 2, "proposal_accepted": False, "state": _state(2)})
+    assert schedule.asked == [(1, 10), (1, 10)]
+    (first_size, first_s), (second_size, _) = schedule.recorded
+    assert (first_size, second_size) == (4, 6)
+    assert 0.04 <= first_s < 0.15, first_s  # 0.2 s of wall time less 0.15 s of validation
+    assert clock.timings[0].validation_seconds == pytest.approx(0.15)
+    assert [(r.iteration, r.batch_size, r.extra["accepted"]) for r in reports.reports] == [
         (1, 4, True),
-        (2, 9, False),
+        (2, 6, False),
     ]
-    assert seen == timer.timings
-    assert all(t.seconds >= 0 for t in timer.timings)
+    assert reports.reports[0].context == "prompt 1"  # the best candidate so far
+    assert reports.reports[0].val_accuracy == 0.25
+
+
+def test_sampler_position_counts_epochs_from_one() -> None:
+    loader = ListDataLoader(list(range(5)))
+    sampler = ResizableBatchSampler(3)
+    assert sampler.position(5) == (1, 5)
+    sampler.next_minibatch_ids(loader, STATE)
+    assert sampler.position(5) == (1, 2)
+    sampler.size = 2
+    sampler.next_minibatch_ids(loader, STATE)
+    assert sampler.position(5) == (2, 5)

@@ -10,7 +10,8 @@ import pytest
 from combee.methods.gepa import CombeeInstructionProposer
 from combee.sim import RunningServer, SimConfig, serve_in_thread
 from combee.sim.gepa_script import gepa_responder
-from tests.test_gepa_support import by_schema, records, user_text
+from combee.strategies import CombeeStrategy, NaiveStrategy
+from tests.gepa_support import by_schema, records, user_text
 
 dspy = pytest.importorskip("dspy")
 
@@ -21,13 +22,17 @@ def server() -> Iterator[RunningServer]:
         yield running
 
 
-def proposer(server: RunningServer) -> CombeeInstructionProposer:
-    return CombeeInstructionProposer.from_endpoint("sim", base_url=server.base_url, seed=1)
+def proposer(server: RunningServer, **options: Any) -> CombeeInstructionProposer:
+    return CombeeInstructionProposer.from_endpoint(
+        "sim", base_url=server.base_url, seed=1, **options
+    )
 
 
 def test_the_proposer_answers_gepas_proposal_protocol(server: RunningServer) -> None:
     server.reset(gepa_responder, SimConfig())
     with proposer(server) as propose:
+        default = propose.reflection.strategy
+        assert isinstance(default, CombeeStrategy) and (default.p, default.fan_in) == (2, 32)
         texts = propose(
             candidate={"a": "Solve it.", "b": "Untouched."},
             reflective_dataset={"a": records(9)},
@@ -37,6 +42,18 @@ def test_the_proposer_answers_gepas_proposal_protocol(server: RunningServer) -> 
     assert texts["a"].startswith("Solve it.") and "Topic 8" in texts["a"]
     assert len(by_schema(server.records, "gepa_proposal")) == 3
     assert len(by_schema(server.records, "gepa_merge")) == 1
+
+
+def test_the_proposer_reduces_with_the_strategy_it_is_given(server: RunningServer) -> None:
+    server.reset(gepa_responder, SimConfig())
+    with proposer(server, strategy=NaiveStrategy()) as propose:
+        texts = propose(
+            candidate={"a": "Solve it."},
+            reflective_dataset={"a": records(9)},
+            components_to_update=["a"],
+        )
+    assert "Topic 8" in texts["a"]
+    assert [r.schema_name for r in server.records] == ["gepa_proposal"]
 
 
 def test_dspy_gepa_calls_the_proposer(server: RunningServer) -> None:

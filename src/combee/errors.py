@@ -1,10 +1,13 @@
 """Errors a user can cause. Each carries one message that says what to do about it.
 
-The CLI prints ``str(error)`` for any :class:`CombeeError` and exits non-zero; anything else
-is a bug.
+Library errors name the Python parameter they concern (``batch_size``), never a command-line
+flag; they carry typed fields so a caller can act on them. The CLI turns ``setting`` into its
+flag when it prints. Anything that is not a :class:`CombeeError` is a bug.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 
 class CombeeError(Exception):
@@ -12,7 +15,20 @@ class CombeeError(Exception):
 
 
 class ConfigError(CombeeError):
-    """A setting is missing or invalid; the message names the setting."""
+    """A setting is missing or invalid.
+
+    With ``setting``, the message reads ``"<setting> <problem>"`` (``batch_size must be at least
+    1 (got 0)``); :meth:`render` lets a front end name the setting its own way (``--batch-size``).
+    """
+
+    def __init__(self, problem: str, *, setting: str | None = None) -> None:
+        self.problem = problem
+        self.setting = setting
+        super().__init__(f"{setting} {problem}" if setting else problem)
+
+    def render(self, name: Callable[[str], str]) -> str:
+        """The message with the setting shown as ``name(setting)``."""
+        return f"{name(self.setting)} {self.problem}" if self.setting else self.problem
 
 
 class DatasetError(CombeeError):
@@ -27,11 +43,39 @@ class DatasetError(CombeeError):
 
 
 class EndpointError(CombeeError):
-    """The LLM endpoint cannot be used at all (unreachable, rejected key, unknown model)."""
+    """The LLM endpoint cannot be used at all (unreachable, rejected key, unknown model).
+
+    ``setting`` names the parameter most likely to fix it (``base_url``, ``model``,
+    ``api_key_env``, ``json_mode``) when there is one.
+    """
+
+    def __init__(self, message: str, *, setting: str | None = None) -> None:
+        super().__init__(message)
+        self.setting = setting
 
 
 class LLMCallError(CombeeError):
-    """One LLM call failed after all retries; the caller records it and moves on."""
+    """One LLM call failed after all retries; the caller records it and moves on.
+
+    ``role`` is the calling role (generator, reflector, curator, ...), ``kind`` the failure
+    kind (``429``, ``5xx``, ``timeout``, ``connection``, ``bad_body``, ``invalid_reply``, ...),
+    ``status`` the HTTP status when there was one and ``attempts`` how many attempts were made.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        role: str | None = None,
+        kind: str | None = None,
+        status: int | None = None,
+        attempts: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.role = role
+        self.kind = kind
+        self.status = status
+        self.attempts = attempts
 
 
 class InvalidReplyError(LLMCallError):

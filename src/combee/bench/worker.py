@@ -11,21 +11,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from combee.api import train_async
 from combee.bench.metrics import idle_fraction
-from combee.cli.endpoint import EndpointSettings, make_llm
 from combee.core.controller import DEFAULT_TAU, AutoBatchSize
-from combee.core.loop import (
-    BatchSchedule,
-    FixedBatchSize,
-    IterationReport,
-    LoopConfig,
-    LoopObserver,
-    train,
-)
-from combee.core.types import Method, Reflection, Trajectory
+from combee.core.loop import BatchSchedule, IterationReport, LoopObserver
+from combee.core.types import Reflection, Trajectory
+from combee.llm.connect import connect
 from combee.methods.ace import AceMethod, Playbook
 from combee.methods.ace.update import AceUpdate
-from combee.strategies import get_strategy
 from combee.tasks.base import Sample
 from combee.tasks.formula import FormulaTask
 
@@ -108,52 +101,49 @@ def run_in_process(spec: RunSpec) -> dict[str, Any]:
 
 async def _run(spec: RunSpec) -> dict[str, Any]:
     task = FormulaTask()
-    samples = task.load().train[: spec.train_limit]
-    endpoint = EndpointSettings(
-        model="sim",
+    llm = connect(
+        "sim",
         base_url=spec.base_url,
         api_key_env="COMBEE_BENCH_KEY",
-        json_mode="json_schema",
+        client=spec.client,
         concurrency=spec.concurrency,
         timeout_s=spec.timeout_s,
         max_retries=spec.max_retries,
-        cache_path=None,  # a cache would fake speed
-        price_prompt=None,
-        price_completion=None,
+        cache=None,  # a cache would fake speed
         seed=spec.seed,
-        client=spec.client,
     )
-    llm = make_llm(endpoint)
     try:
         await llm.preflight()
         method = _CountingMethod(
             AceMethod(llm, task.score, token_budget=spec.token_budget, max_tokens=spec.max_tokens)
         )
-        typed: Method[Playbook, AceUpdate] = method
-        strategy = get_strategy(
-            spec.strategy, p=spec.duplication, fan_in=spec.fan_in, seed=spec.seed
-        )
         auto: AutoBatchSize | None = None
-        schedule: BatchSchedule
+        schedule: BatchSchedule | int
         if spec.batch_size is None:
             auto = AutoBatchSize(tau=spec.tau, max_batch_size=spec.max_batch_size)
             schedule = auto
         else:
-            schedule = FixedBatchSize(strategy.batch_size(spec.batch_size))
+            schedule = spec.batch_size
         iterations = _Iterations()
         gc.collect()
         cpu_before = time.process_time()
         started = time.perf_counter()
-        result = await train(
-            typed,
-            strategy,
-            Playbook(),
-            samples,
-            [],
-            schedule=schedule,
-            score=task.score,
-            config=LoopConfig(epochs=spec.epochs, seed=spec.seed),
-            observer=iterations,
+        result = await train_async(
+            task,
+            method=method,
+            strategy=spec.strategy,
+            batch_size=schedule,
+            llm=llm,
+            epochs=spec.epochs,
+            observers=[iterations],
+            seed=spec.seed,
+            train_limit=spec.train_limit,
+            val_limit=0,
+            test_limit=0,
+            duplication=spec.duplication,
+            fan_in=spec.fan_in,
+            initial_context=Playbook(),
+            preflight=False,
         )
         ended = time.perf_counter()
         cpu = time.process_time() - cpu_before
@@ -174,7 +164,7 @@ async def _run(spec: RunSpec) -> dict[str, Any]:
         "spec": asdict(spec),
         "train_seconds": round(ended - started, 4),
         "epoch_seconds": epoch_times,
-        "iterations": result.iterations,
+        "iterations": result.summary["iterations"],
         "batch_sizes": [r["batch_size"] for r in iterations.rows],
         "iteration_rows": iterations.rows,
         "llm_calls": call_count,

@@ -1,110 +1,90 @@
-"""``combee bench``: sequential, naive and combee against one simulated server process."""
+"""``combee bench``: the speed benchmark against a simulated server."""
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated
 
+import typer
 from rich.console import Console
 
-from combee.bench.plan import PRESETS, BenchPlan, parse_configs
-from combee.bench.report import plot, print_report, write_json
-from combee.bench.runner import run_plan
-from combee.errors import ConfigError
-from combee.sim.server import SimConfig
+from combee.bench.suite import BenchOptions, run_bench
+from combee.cli.app import app, fail
+from combee.cli.flags import cli_message
+from combee.core.controller import DEFAULT_MAX_BATCH_SIZE, DEFAULT_TAU
+from combee.errors import CombeeError
 
 
-@dataclass(frozen=True)
-class BenchOptions:
-    preset: str | None
-    configs: str | None
-    client: str
-    train_limit: int
-    epochs: int
-    seed: int
-    concurrency: int
-    timeout_s: float | None
-    max_retries: int | None
-    tau: float
-    max_batch_size: int
-    server: dict[str, Any]
-    """SimConfig fields given on the command line (None: the preset's or the default)."""
-    out: Path
+@app.command("bench")
+def bench_command(
+    preset: Annotated[
+        str | None,
+        typer.Option(help="speed | saturated | faults | all (see docs/benchmarks.md)."),
+    ] = None,
+    configs: Annotated[
+        str | None,
+        typer.Option(help="Comma list of STRATEGY[:SIZE|:auto][@CLIENT], e.g. combee:64@lean."),
+    ] = None,
+    client: Annotated[str, typer.Option(help="Default client: lean | openai.")] = "lean",
+    train_limit: Annotated[int, typer.Option(help="Formula training samples.")] = 500,
+    epochs: Annotated[int, typer.Option()] = 1,
+    seed: Annotated[int, typer.Option()] = 0,
+    concurrency: Annotated[int, typer.Option(help="Client limit on calls in flight.")] = 1024,
+    timeout: Annotated[float | None, typer.Option(help="Seconds per call attempt.")] = None,
+    max_retries: Annotated[int | None, typer.Option(help="Retries per call.")] = None,
+    tau: Annotated[float, typer.Option(help="auto: see combee train --tau.")] = DEFAULT_TAU,
+    max_batch_size: Annotated[
+        int, typer.Option(help="auto: the largest batch size it may choose.")
+    ] = DEFAULT_MAX_BATCH_SIZE,
+    ttft: Annotated[float | None, typer.Option(help="Server: seconds to first token.")] = None,
+    decode_tps: Annotated[float | None, typer.Option(help="Server: decode tokens/s.")] = None,
+    prompt_tps: Annotated[float | None, typer.Option(help="Server: prompt tokens/s.")] = None,
+    capacity: Annotated[int | None, typer.Option(help="Server: calls served at once.")] = None,
+    jitter: Annotated[float | None, typer.Option(help="Server: relative jitter.")] = None,
+    straggler_rate: Annotated[float | None, typer.Option(help="Server.")] = None,
+    straggler_factor: Annotated[float | None, typer.Option(help="Server.")] = None,
+    rate_429: Annotated[float | None, typer.Option(help="Server.")] = None,
+    retry_after: Annotated[float | None, typer.Option(help="Server.")] = None,
+    rate_500: Annotated[float | None, typer.Option(help="Server.")] = None,
+    rate_hang: Annotated[float | None, typer.Option(help="Server.")] = None,
+    rate_bad_body: Annotated[float | None, typer.Option(help="Server.")] = None,
+    out: Annotated[Path, typer.Option(help="Where the JSON and PNG go.")] = Path("runs/bench"),
+) -> None:
+    """Measure training speed against a simulated server (takes minutes).
 
-
-def _plan(options: BenchOptions, preset_name: str | None) -> BenchPlan:
-    preset = PRESETS[preset_name] if preset_name else None
-    given = {k: v for k, v in options.server.items() if v is not None}
-    server_fields = {**(preset.server if preset else {}), **given, "seed": options.seed}
-    try:
-        server = SimConfig(**server_fields)
-    except TypeError as error:
-        raise ConfigError(f"combee bench: bad server setting: {error}") from None
-    extra: dict[str, Any] = dict(preset.options) if preset else {}
-    if options.timeout_s is not None:
-        extra["timeout_s"] = options.timeout_s
-    if options.max_retries is not None:
-        extra["max_retries"] = options.max_retries
-    configs_text = options.configs or (preset.configs if preset else None)
-    if configs_text is None:
-        raise ConfigError("combee bench: give --preset or --configs")
-    if options.train_limit < 1:
-        raise ConfigError(f"--train-limit must be at least 1 (got {options.train_limit})")
-    return BenchPlan(
-        configs=parse_configs(configs_text, default_client=options.client),
-        server=server,
-        train_limit=options.train_limit,
-        epochs=options.epochs,
-        seed=options.seed,
-        concurrency=options.concurrency,
-        tau=options.tau,
-        max_batch_size=options.max_batch_size,
-        title=f"combee bench {preset_name or 'custom'}: "
-        + (preset.description if preset else f"Formula {options.train_limit}"),
-        **extra,
+    Trains sequential, naive and combee (fixed and auto batch sizes) on Formula against
+    `combee sim-server` in its own process and reports wall time, speedup, calls, client CPU,
+    idle fraction and retries.
+    """
+    options = BenchOptions(
+        preset=preset,
+        configs=configs,
+        client=client,
+        train_limit=train_limit,
+        epochs=epochs,
+        seed=seed,
+        concurrency=concurrency,
+        timeout_s=timeout,
+        max_retries=max_retries,
+        tau=tau,
+        max_batch_size=max_batch_size,
+        server={
+            "ttft_s": ttft,
+            "decode_tokens_per_s": decode_tps,
+            "prompt_tokens_per_s": prompt_tps,
+            "capacity": capacity,
+            "jitter": jitter,
+            "straggler_rate": straggler_rate,
+            "straggler_factor": straggler_factor,
+            "rate_429": rate_429,
+            "retry_after_s": retry_after,
+            "rate_500": rate_500,
+            "rate_hang": rate_hang,
+            "rate_bad_body": rate_bad_body,
+        },
+        out=out,
     )
-
-
-def run_bench(options: BenchOptions, console: Console) -> list[dict[str, Any]]:
-    """Run one preset (or ``all`` of them, or a custom plan); write JSON and the plot."""
-    if options.preset == "all":
-        names: list[str | None] = list(PRESETS)
-    elif options.preset is None or options.preset in PRESETS:
-        names = [options.preset]
-    else:
-        raise ConfigError(f"--preset {options.preset!r}: choose one of {', '.join(PRESETS)} or all")
-    plans = [(name, _plan(options, name)) for name in names]
-    reports: list[dict[str, Any]] = []
-    for name, plan in plans:
-        console.print(f"[bold]{plan.title}[/]: {len(plan.configs)} configurations", highlight=False)
-
-        def progress(result: dict[str, Any]) -> None:
-            console.print(
-                f"  {result['name']}: {result['train_seconds']:.2f} s, "
-                f"{result['llm_calls']} calls, {result['cpu_ms_per_call']} ms CPU/call, "
-                f"idle {100 * result['idle_fraction']:.1f}%",
-                highlight=False,
-            )
-
-        report = run_plan(plan, on_result=progress)
-        report["options"] = {
-            k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(options).items()
-        }
-        json_path = options.out / f"{name or 'bench'}.json"
-        write_json(report, json_path)
-        for result in report["results"]:
-            if result.get("batch_profile"):
-                safe = result["name"].replace(":", "_").replace("@", "-")
-                profile_path = options.out / f"{name or 'bench'}-{safe}-batch_profile.json"
-                write_json(result["batch_profile"], profile_path)
-        print_report(report, console)
-        console.print(f"wrote {json_path}", highlight=False)
-        reports.append(report)
-    png = options.out / "bench.png"
-    if plot(reports, png):
-        console.print(f"wrote {png}", highlight=False)
-    else:
-        console.print("matplotlib is not installed: no plot (pip install 'combee[bench]')")
-    return reports
+    try:
+        run_bench(options, Console(width=None if Console().is_terminal else 200))
+    except CombeeError as error:
+        raise fail(cli_message(error)) from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -14,44 +15,76 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
+from combee.core.controller import BatchDecision
+from combee.core.evaluate import Evaluation
 from combee.core.loop import IterationReport, LoopObserver
 
 
-class ProgressDisplay(LoopObserver):
-    """One bar for the epoch's samples, one line per finished iteration."""
+def _bar(console: Console) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
 
-    def __init__(self, console: Console, *, total_samples: int, epochs: int) -> None:
+
+class ConsoleProgress(LoopObserver):
+    """A bar for each evaluation and for training, one line per finished iteration, each batch
+    size decision and each evaluation's accuracy. Call :meth:`close` when the run ends."""
+
+    def __init__(self, console: Console) -> None:
         self.console = console
-        self.epochs = epochs
-        self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        )
-        self.task: TaskID = self.progress.add_task("train", total=total_samples * epochs)
+        self.epochs = 1
+        self.total = 0
+        self._progress: Progress | None = None
+        self._task: TaskID | None = None
+        self._training = False
         self.phase = ""
         self.iteration = 0
 
-    def __enter__(self) -> ProgressDisplay:
-        self.progress.start()
-        return self
+    def _start(self, description: str, total: int) -> None:
+        self.close()
+        self._progress = _bar(self.console)
+        self._task = self._progress.add_task(description, total=total)
+        self._progress.start()
 
-    def __exit__(self, *_: object) -> None:
-        self.progress.stop()
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+        self._progress, self._task, self._training = None, None, False
+
+    def on_run_start(self, config: Mapping[str, Any]) -> None:
+        self.epochs = int(config.get("epochs", 1))
+        samples = config.get("samples", {})
+        self.total = int(samples.get("train", 0)) * self.epochs
+        endpoint = config.get("endpoint", {})
+        self.console.print(
+            f"[bold]combee train[/] task={config.get('task')} method={config.get('method')} "
+            f"strategy={config.get('strategy')} batch={config.get('batch_size')} "
+            f"train={samples.get('train')} val={samples.get('val')} test={samples.get('test')} "
+            f"model={endpoint.get('model')}",
+            highlight=False,
+        )
 
     def _describe(self) -> None:
-        self.progress.update(self.task, description=f"iteration {self.iteration}: {self.phase}")
+        if self._progress is not None and self._task is not None:
+            description = f"iteration {self.iteration}: {self.phase}"
+            self._progress.update(self._task, description=description)
 
     def on_iteration_start(self, epoch: int, iteration: int, batch_size: int) -> None:
+        if not self._training:
+            self._start("train", self.total)
+            self._training = True
         self.iteration = iteration
         self.phase = f"epoch {epoch}/{self.epochs}, batch {batch_size}"
         self._describe()
 
     def on_sample_done(self) -> None:
-        self.progress.advance(self.task)
+        if self._progress is not None and self._task is not None:
+            self._progress.advance(self._task)
 
     def on_phase(self, phase: str) -> None:
         self.phase = phase
@@ -62,32 +95,33 @@ class ProgressDisplay(LoopObserver):
         levels = "+".join(str(len(level)) for level in report.trace.levels) or "0"
         val = "" if report.val_accuracy is None else f"  val {report.val_accuracy:.3f}"
         failed = f"  [yellow]{len(report.failures)} failed[/]" if report.failures else ""
+        extra = "".join(f"  {k} {v}" for k, v in report.extra.items())
         self.console.print(
             f"iter {report.iteration:>3}  batch {report.batch_size:>3}  {report.wall_s:6.1f}s  "
             f"train {correct}/{len(report.trajectories)}  reduce calls {levels}{val}{failed}"
+            f"{extra}",
+            highlight=False,
         )
 
+    def on_evaluation_start(self, label: str, samples: int) -> None:
+        self._start(label, samples)
 
-class CountingDisplay:
-    """A bar for an evaluation pass."""
-
-    def __init__(self, console: Console, description: str, total: int) -> None:
-        self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
+    def on_evaluation_end(self, label: str, evaluation: Evaluation, seconds: float) -> None:
+        self.close()
+        failed = f", {len(evaluation.failures)} failed" if evaluation.failures else ""
+        self.console.print(
+            f"{label}: accuracy {evaluation.accuracy():.3f} on {evaluation.samples} samples"
+            f"{failed} ({seconds:.1f}s)",
+            highlight=False,
         )
-        self.task = self.progress.add_task(description, total=total)
 
-    def __enter__(self) -> CountingDisplay:
-        self.progress.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.progress.stop()
-
-    def advance(self) -> None:
-        self.progress.advance(self.task)
+    def on_batch_decision(self, decision: BatchDecision) -> None:
+        measured = ", ".join(
+            f"b={m.batch_size}: {m.t_iter_s:.2f}s/iter, epoch~{m.epoch_time_s:.1f}s"
+            for m in decision.measurements
+        )
+        self.console.print(
+            f"[bold]batch size[/] epoch {decision.epoch}: {measured} -> chose "
+            f"[bold]{decision.chosen}[/] ({decision.why})",
+            highlight=False,
+        )

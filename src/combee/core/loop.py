@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from combee.core.evaluate import SampleFailure, evaluate
+from combee.core.controller import BatchDecision
+from combee.core.evaluate import Evaluation, SampleFailure, evaluate
+from combee.core.executor import AsyncioExecutor, Executor
 from combee.core.types import Method, ReduceTrace, Reflection, Strategy, Trajectory
-from combee.errors import LLMCallError
 from combee.tasks.base import Sample, Score
 
 C = TypeVar("C")
@@ -57,6 +57,8 @@ class IterationReport(Generic[C, U]):
     trace: ReduceTrace[U]
     context: C
     val_accuracy: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Method-specific figures for the run's metrics (GEPA: candidates, acceptance)."""
 
 
 @dataclass
@@ -70,7 +72,15 @@ class TrainResult(Generic[C]):
 
 
 class LoopObserver:
-    """Hooks for progress display and run recording; every hook is optional."""
+    """Hooks for progress display and run recording; every hook is optional.
+
+    The training loop calls the iteration hooks; the run engine (:mod:`combee.api`) also calls
+    the run-level ones (evaluations, batch size decisions).
+    """
+
+    def on_run_start(self, config: Mapping[str, Any]) -> None:
+        """The run's settings, as ``config.json`` records them, once they are all resolved."""
+        return None
 
     def on_iteration_start(self, epoch: int, iteration: int, batch_size: int) -> None:
         return None
@@ -84,6 +94,54 @@ class LoopObserver:
     def on_iteration_end(self, report: IterationReport[Any, Any]) -> None:
         return None
 
+    def on_evaluation_start(self, label: str, samples: int) -> None:
+        return None
+
+    def on_evaluation_end(self, label: str, evaluation: Evaluation, seconds: float) -> None:
+        return None
+
+    def on_batch_decision(self, decision: BatchDecision) -> None:
+        return None
+
+
+class ObserverGroup(LoopObserver):
+    """Several observers as one, called in order."""
+
+    def __init__(self, observers: Sequence[LoopObserver]) -> None:
+        self.observers = list(observers)
+
+    def on_run_start(self, config: Mapping[str, Any]) -> None:
+        for observer in self.observers:
+            observer.on_run_start(config)
+
+    def on_iteration_start(self, epoch: int, iteration: int, batch_size: int) -> None:
+        for observer in self.observers:
+            observer.on_iteration_start(epoch, iteration, batch_size)
+
+    def on_sample_done(self) -> None:
+        for observer in self.observers:
+            observer.on_sample_done()
+
+    def on_phase(self, phase: str) -> None:
+        for observer in self.observers:
+            observer.on_phase(phase)
+
+    def on_iteration_end(self, report: IterationReport[Any, Any]) -> None:
+        for observer in self.observers:
+            observer.on_iteration_end(report)
+
+    def on_evaluation_start(self, label: str, samples: int) -> None:
+        for observer in self.observers:
+            observer.on_evaluation_start(label, samples)
+
+    def on_evaluation_end(self, label: str, evaluation: Evaluation, seconds: float) -> None:
+        for observer in self.observers:
+            observer.on_evaluation_end(label, evaluation, seconds)
+
+    def on_batch_decision(self, decision: BatchDecision) -> None:
+        for observer in self.observers:
+            observer.on_batch_decision(decision)
+
 
 async def train(
     method: Method[C, U],
@@ -96,9 +154,15 @@ async def train(
     score: Callable[[str, Sample], Score],
     config: LoopConfig = LoopConfig(),
     observer: LoopObserver | None = None,
+    executor: Executor | None = None,
 ) -> TrainResult[C]:
-    """Learn a context from ``train_samples``; keep the best one on ``val_samples``."""
+    """Learn a context from ``train_samples``; keep the best one on ``val_samples``.
+
+    The map step of every batch (and each validation) runs on ``executor`` (default: concurrent
+    tasks on this event loop); the reduce runs here, with ``strategy``.
+    """
     watch = observer or LoopObserver()
+    run_on = executor or AsyncioExecutor()
     rng = random.Random(config.seed)
     best_context, best_val = context, None
     iteration = 0
@@ -116,7 +180,9 @@ async def train(
             position += len(batch)
             iteration += 1
             watch.on_iteration_start(epoch, iteration, len(batch))
-            report = await _iteration(method, strategy, context, batch, epoch, iteration, watch)
+            report = await _iteration(
+                method, strategy, context, batch, (epoch, iteration), watch, run_on, score
+            )
             schedule.record(size=len(batch), wall_s=report.wall_s)
             context = report.context
             all_failures.extend(report.failures)
@@ -124,7 +190,9 @@ async def train(
             due = config.val_every > 0 and iteration % config.val_every == 0
             if val_samples and (due or epoch_done):
                 watch.on_phase("validate")
-                validation = await evaluate(method, context, val_samples, score=score)
+                validation = await evaluate(
+                    method, context, val_samples, score=score, executor=run_on
+                )
                 report.val_accuracy = validation.accuracy()
                 if best_val is None or report.val_accuracy > best_val:
                     best_context, best_val = context, report.val_accuracy
@@ -146,34 +214,25 @@ async def _iteration(
     strategy: Strategy,
     snapshot: C,
     batch: Sequence[Sample],
-    epoch: int,
-    iteration: int,
+    position: tuple[int, int],
     watch: LoopObserver,
+    executor: Executor,
+    score: Callable[[str, Sample], Score],
 ) -> IterationReport[C, U]:
     started = time.perf_counter()
     watch.on_phase("generate + reflect")
-
-    async def map_one(sample: Sample) -> tuple[Trajectory | None, Reflection | SampleFailure]:
-        stage = "generate"
-        trajectory = None
-        try:
-            trajectory = await method.rollout(snapshot, sample)
-            stage = "reflect"
-            return trajectory, await method.reflect(snapshot, trajectory)
-        except LLMCallError as error:
-            return trajectory, SampleFailure(sample.id, stage, str(error))
-        finally:
-            watch.on_sample_done()
-
-    outcomes = await asyncio.gather(*(map_one(s) for s in batch))
-    trajectories = [t for t, _ in outcomes if t is not None]
-    reflections = [r for _, r in outcomes if isinstance(r, Reflection)]
-    failures = [r for _, r in outcomes if isinstance(r, SampleFailure)]
+    outcomes = await executor.map(
+        method, snapshot, batch, reflect=True, score=score, on_done=watch.on_sample_done
+    )
+    trajectories = [o.trajectory for o in outcomes if o.trajectory is not None]
+    reflections: list[Reflection] = [o.reflection for o in outcomes if o.reflection is not None]
+    failures = [o.failure for o in outcomes if o.failure is not None]
     context = method.tally(snapshot, reflections)
     watch.on_phase("reduce")
     trace = await strategy.reduce(method, context, reflections)
     if trace.update is not None:
         context = method.apply(context, trace.update)
+    epoch, iteration = position
     return IterationReport(
         epoch=epoch,
         iteration=iteration,

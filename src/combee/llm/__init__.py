@@ -3,6 +3,7 @@
 from combee.llm.accounting import CallRecord, Prices
 from combee.llm.cache import ResponseCache
 from combee.llm.client import LLM
+from combee.llm.connect import Endpoint, connect
 from combee.llm.openai_backend import OpenAIBackend
 from combee.llm.structured import parse_json_reply
 from combee.llm.types import Backend, Completion, JsonMode, JsonSchema, Message, Request, RoleUsage
@@ -12,6 +13,7 @@ __all__ = [
     "Backend",
     "CallRecord",
     "Completion",
+    "Endpoint",
     "JsonMode",
     "JsonSchema",
     "Message",
@@ -20,5 +22,6 @@ __all__ = [
     "Request",
     "ResponseCache",
     "RoleUsage",
+    "connect",
     "parse_json_reply",
 ]

@@ -53,11 +53,11 @@ class LLM:
         seed: int | None = None,
     ) -> None:
         if concurrency < 1:
-            raise ConfigError(f"LLM concurrency must be at least 1, got {concurrency}")
+            raise ConfigError(f"must be at least 1 (got {concurrency})", setting="concurrency")
         if max_retries < 0:
-            raise ConfigError(f"LLM max_retries must be at least 0, got {max_retries}")
+            raise ConfigError(f"must be 0 or more (got {max_retries})", setting="max_retries")
         if timeout_s <= 0:
-            raise ConfigError(f"LLM timeout must be positive, got {timeout_s}")
+            raise ConfigError(f"must be positive (got {timeout_s})", setting="timeout_s")
         self._backend = backend
         self._semaphore = asyncio.Semaphore(concurrency)
         self._max_retries = max_retries
@@ -74,6 +74,17 @@ class LLM:
         self._accounting = Accounting()
         self._validators = SchemaValidators()
         self._instructions: dict[int, tuple[JsonSchema, str]] = {}
+        self.settings: dict[str, object] = {
+            "model": backend.model,
+            "base_url": self._base_url,
+            "api_key_env": getattr(backend, "api_key_env", None),
+            "json_mode": self._json_mode,
+            "concurrency": concurrency,
+            "timeout_s": timeout_s,
+            "max_retries": max_retries,
+            "cache": str(cache.path) if cache is not None else None,
+        }
+        """How this client was set up, as recorded in a run's config.json (never a key)."""
 
     @property
     def model(self) -> str:
@@ -100,8 +111,11 @@ class LLM:
         temperature: float = 0.0,
         max_tokens: int = 2048,
         json_schema: JsonSchema | None = None,
+        seed: int | None = None,
     ) -> Completion:
-        request = self._request(messages, temperature, max_tokens, json_schema)
+        """One completion; ``seed``, when given, replaces the client's sampling seed for this
+        request (it is sent to the server and is part of the response-cache key)."""
+        request = self._request(messages, temperature, max_tokens, json_schema, seed)
         completion, key = await self._call(request, role)
         if key is not None and not completion.cached:
             await self._remember(key, completion)
@@ -115,9 +129,11 @@ class LLM:
         schema: JsonSchema,
         temperature: float = 0.0,
         max_tokens: int = 2048,
+        seed: int | None = None,
     ) -> tuple[dict[str, Any], Completion]:
-        """A reply parsed and validated against ``schema``, re-asking once when it is not."""
-        request = self._request(messages, temperature, max_tokens, schema)
+        """A reply parsed and validated against ``schema``, re-asking once when it is not
+        (``seed`` as in :meth:`complete`)."""
+        request = self._request(messages, temperature, max_tokens, schema, seed)
         completion, key = await self._call(request, role)
         value, problem = self._check(completion.text, schema)
         if value is not None:
@@ -135,7 +151,7 @@ class LLM:
             temperature=temperature,
             max_tokens=max_tokens,
             json_schema=schema,
-            seed=self._seed,
+            seed=request.seed,
         )
         completion, key = await self._call(retry_request, role)
         value, problem = self._check(completion.text, schema)
@@ -146,7 +162,10 @@ class LLM:
         self._accounting.role(role).failed_calls += 1
         raise InvalidReplyError(
             f"{role}: the reply is still invalid after one re-ask: {problem}; "
-            f"the reply starts with {completion.text[:200]!r}"
+            f"the reply starts with {completion.text[:200]!r}",
+            role=role,
+            kind="invalid_reply",
+            attempts=2,
         )
 
     async def preflight(self) -> None:
@@ -178,8 +197,9 @@ class LLM:
         except LLMCallError as error:
             raise EndpointError(
                 f"the LLM endpoint at {self._base_url or self.model} refused a structured-output "
-                f"call ({error}). If the server lacks response_format type json_schema, pass "
-                "--json-mode json_object_schema (llama.cpp server) or --json-mode json_object"
+                f"call ({error}). If the server lacks response_format type json_schema, set "
+                "json_mode='json_object_schema' (llama.cpp server) or json_mode='json_object'",
+                setting="json_mode",
             ) from None
 
     async def aclose(self) -> None:
@@ -195,6 +215,7 @@ class LLM:
         temperature: float,
         max_tokens: int,
         schema: JsonSchema | None,
+        seed: int | None = None,
     ) -> Request:
         if schema is not None and self._json_mode != "json_schema":
             messages = self._with_instruction(messages, schema)
@@ -203,7 +224,7 @@ class LLM:
             temperature=temperature,
             max_tokens=max_tokens,
             json_schema=schema,
-            seed=self._seed,
+            seed=self._seed if seed is None else seed,
         )
 
     def _with_instruction(self, messages: Sequence[Message], schema: JsonSchema) -> list[Message]:
@@ -281,7 +302,8 @@ class LLM:
                 self._record_failure(role, start, sent, attempts, failure.detail)
                 raise EndpointError(
                     f"cannot reach the LLM endpoint at {self._base_url or self.model}: "
-                    f"{failure.detail}. Check --base-url and that the server is running."
+                    f"{failure.detail}. Check base_url and that the server is running.",
+                    setting="base_url",
                 )
             if not failure.transient or attempts > self._max_retries:
                 self._record_failure(role, start, sent, attempts, failure.kind)
@@ -318,16 +340,22 @@ class LLM:
             variable = getattr(self._backend, "api_key_env", "the API key variable")
             return EndpointError(
                 f"the endpoint rejected the API key in ${variable} (HTTP {failure.status}) "
-                f"for model '{self.model}': check the key and its access to the model"
+                f"for model '{self.model}': check the key and its access to the model",
+                setting="api_key_env",
             )
         if failure.status == 404:
             return EndpointError(
                 f"the endpoint {self._base_url or ''} answered 404 for model '{self.model}': "
-                "check --model, and that --base-url ends where the server's /chat/completions "
-                "lives (usually .../v1)"
+                "check model, and that base_url ends where the server's /chat/completions "
+                "lives (usually .../v1)",
+                setting="model",
             )
         status = f", HTTP {failure.status}" if failure.status is not None else ""
         return LLMCallError(
             f"{role} call failed ({failure.kind}{status}) after {attempts} attempt(s): "
-            f"{failure.detail}"
+            f"{failure.detail}",
+            role=role,
+            kind=failure.kind,
+            status=failure.status,
+            attempts=attempts,
         )

@@ -50,7 +50,9 @@ class Origin:
     def parse(base_url: str) -> Origin:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(f"--base-url {base_url!r} must look like http(s)://host[:port]/v1")
+            raise ConfigError(
+                f"{base_url!r} must look like http(s)://host[:port]/v1", setting="base_url"
+            )
         default = 443 if parts.scheme == "https" else 80
         return Origin(parts.scheme, parts.hostname, parts.port or default, parts.path.rstrip("/"))
 

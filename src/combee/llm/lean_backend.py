@@ -63,7 +63,7 @@ class LeanBackend:
                 raise ConfigError(
                     f"the environment variable {self.api_key_env} is not set, but {url} needs "
                     f"an API key: export {self.api_key_env}=... or name another variable with "
-                    "--api-key-env"
+                    "api_key_env"
                 )
             key = "no-key-needed"
         self.base_url = url

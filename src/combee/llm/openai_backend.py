@@ -47,7 +47,7 @@ class OpenAIBackend:
                 raise ConfigError(
                     f"the environment variable {self.api_key_env} is not set, but {where} needs "
                     f"an API key: export {self.api_key_env}=... or name another variable with "
-                    "--api-key-env"
+                    "api_key_env"
                 )
             key = _LOCAL_PLACEHOLDER_KEY
         library = _http_library()

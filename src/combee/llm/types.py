@@ -103,7 +103,9 @@ class RoleUsage:
 
 class ChatModel(Protocol):
     """What a base method needs from the LLM layer: one structured call per role
-    (:class:`combee.llm.client.LLM` provides it; tests may pass anything with this method)."""
+    (:class:`combee.llm.client.LLM` provides it; tests may pass anything with this method).
+
+    ``seed``, when given, is this request's sampling seed in place of the model's own."""
 
     async def complete_json(
         self,
@@ -113,4 +115,5 @@ class ChatModel(Protocol):
         schema: JsonSchema,
         temperature: float = 0.0,
         max_tokens: int = 2048,
+        seed: int | None = None,
     ) -> tuple[dict[str, Any], Completion]: ...

@@ -1,6 +1,16 @@
 """Run directories: configuration, per-iteration metrics, context versions and final results."""
 
-from combee.runs.recorder import RunRecorder
-from combee.runs.run_dir import RunDir
+from combee.runs.logfile import logging_to
+from combee.runs.recorder import ProfileRecorder, RunRecorder, usage_delta, usage_totals
+from combee.runs.run_dir import PROFILE_FILE, RESULTS_FILE, RunDir
 
-__all__ = ["RunDir", "RunRecorder"]
+__all__ = [
+    "PROFILE_FILE",
+    "RESULTS_FILE",
+    "ProfileRecorder",
+    "RunDir",
+    "RunRecorder",
+    "logging_to",
+    "usage_delta",
+    "usage_totals",
+]

@@ -6,9 +6,10 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from combee.core.controller import BatchDecision
 from combee.core.loop import IterationReport, LoopObserver
 from combee.llm.types import RoleUsage
-from combee.runs.run_dir import RunDir
+from combee.runs.run_dir import PROFILE_FILE, RunDir
 
 
 def usage_delta(now: Mapping[str, RoleUsage], before: Mapping[str, RoleUsage]) -> dict[str, Any]:
@@ -75,6 +76,7 @@ class RunRecorder(LoopObserver):
             "roles": usage_delta(now, self._last_usage),
             **self._stats(report.context),
             "val_accuracy": report.val_accuracy,
+            **report.extra,
         }
         self._last_usage = now
         self.latest_context = report.context
@@ -83,3 +85,15 @@ class RunRecorder(LoopObserver):
         for failure in report.failures:
             self.run_dir.append_jsonl("failures.jsonl", dataclasses.asdict(failure))
         self._inner.on_iteration_end(report)
+
+
+class ProfileRecorder(LoopObserver):
+    """Writes ``batch_profile.json`` (the controller's measurements, fit and choice) as soon as
+    each batch size decision is made."""
+
+    def __init__(self, run_dir: RunDir, profile: Callable[[], Mapping[str, Any]]) -> None:
+        self.run_dir = run_dir
+        self._profile = profile
+
+    def on_batch_decision(self, decision: BatchDecision) -> None:
+        self.run_dir.write_json(PROFILE_FILE, self._profile())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from combee.errors import ConfigError
 
 RESULTS_FILE = "final_results.json"
+PROFILE_FILE = "batch_profile.json"
 
 
 class RunDir:
@@ -21,18 +23,22 @@ class RunDir:
         self.path = Path(path)
         if (self.path / RESULTS_FILE).exists() and not overwrite:
             raise ConfigError(
-                f"--out {self.path} already holds a finished run ({RESULTS_FILE}); "
-                "choose another directory or pass --overwrite"
+                f"{self.path} already holds a finished run ({RESULTS_FILE}); "
+                "choose another directory or pass overwrite=True",
+                setting="run_dir",
             )
         try:
             (self.path / "contexts").mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise ConfigError(
-                f"--out {self.path}: cannot create the run directory: {error}"
+                f"{self.path}: cannot create the run directory: {error}", setting="run_dir"
             ) from error
         if overwrite:
-            for stale in ("metrics.jsonl", "failures.jsonl", RESULTS_FILE):
+            for stale in ("metrics.jsonl", "failures.jsonl", RESULTS_FILE, PROFILE_FILE):
                 (self.path / stale).unlink(missing_ok=True)
+            for folder in ("contexts", "gepa_state"):
+                shutil.rmtree(self.path / folder, ignore_errors=True)
+            (self.path / "contexts").mkdir(parents=True, exist_ok=True)
 
     def write_json(self, name: str, data: Mapping[str, Any]) -> Path:
         return self.write_text(name, json.dumps(data, indent=2, sort_keys=False) + "\n")

@@ -7,6 +7,8 @@ valid JSON for the role, so that prompt learning is observable:
   mentions the question's topic (its formula name), a wrong answer otherwise.
 - proposal: the current instruction plus one rule per topic of a wrong example.
 - merge: the current instruction plus every rule line of the revisions, each once.
+- stock: gepa's own instruction-proposal prompt (plain text, no schema), answered like a
+  proposal, the new instruction inside a ``` block as gepa expects.
 
 A task whose gold answers are ``scripted_answer(question)`` is solved once the system prompt
 names the question's formula. Pure functions, no I/O.
@@ -24,6 +26,10 @@ from combee.sim.ace_script import scripted_answer, topic_of, wrong_answer
 from combee.sim.responders import echo_responder
 
 _EXAMPLE_RE = re.compile(r"^### Example \d+\s*$", re.MULTILINE)
+_STOCK_EXAMPLE_RE = re.compile(r"^# Example \d+\s*$", re.MULTILINE)
+_FENCE_RE = re.compile(r"```\n(.*?)\n```", re.DOTALL)
+STOCK_PROMPT_START = "I provided an assistant with the following instructions"
+"""How gepa's default instruction-proposal prompt begins."""
 _REVISION_RE = re.compile(r"<instruction>\n(.*?)\n</instruction>", re.DOTALL)
 
 
@@ -64,15 +70,30 @@ def _with_lines(current: str, lines: list[str]) -> str:
     return "\n".join([current, *added]) if added else current
 
 
+def _wrong_rules(examples: list[str]) -> list[str]:
+    wrong = [chunk for chunk in examples if "Wrong" in chunk or "No answer" in chunk]
+    return [rule_for(topic_of(chunk)) for chunk in wrong]
+
+
 def _proposal(system: str, user: str) -> dict[str, Any]:
     current = _block(user, "current_instruction")
     examples = _EXAMPLE_RE.split(_block(user, "examples"))[1:]
-    wrong = [chunk for chunk in examples if "Wrong" in chunk or "No answer" in chunk]
-    rules = [rule_for(topic_of(chunk)) for chunk in wrong]
+    rules = _wrong_rules(examples)
     return {
-        "reasoning": f"{len(wrong)} of {len(examples)} examples were wrong.",
+        "reasoning": f"{len(rules)} of {len(examples)} examples were wrong.",
         "instruction": _with_lines(current, rules),
     }
+
+
+def stock_reply(prompt: str) -> str:
+    """The reply to gepa's stock prompt: the current instruction (its first ``` block) plus one
+    rule per wrong example, inside a ``` block."""
+    fenced = _FENCE_RE.search(prompt)
+    current = fenced.group(1) if fenced else ""
+    examples = _STOCK_EXAMPLE_RE.split(prompt)[1:]
+    rules = _wrong_rules(examples)
+    revised = _with_lines(current, rules)
+    return f"{len(rules)} of {len(examples)} examples were wrong.\n```\n{revised}\n```"
 
 
 def _merge(system: str, user: str) -> dict[str, Any]:
@@ -90,7 +111,8 @@ _SYSTEMS = {"gepa_proposal": prompts.PROPOSAL_SYSTEM, "gepa_merge": prompts.MERG
 
 
 def gepa_role(body: Mapping[str, Any]) -> str | None:
-    """The GEPA role of a request: by its schema name, else by its system prompt."""
+    """The GEPA role of a request: by its schema name, else by its system prompt, else
+    ``gepa_stock`` for gepa's own proposal prompt."""
     response_format = body.get("response_format")
     if isinstance(response_format, Mapping):
         spec = response_format.get("json_schema")
@@ -104,15 +126,19 @@ def gepa_role(body: Mapping[str, Any]) -> str | None:
     user = next((str(m.get("content", "")) for m in messages if m.get("role") == "user"), "")
     if "<question>" in user:
         return "gepa_generator"
+    if user.startswith(STOCK_PROMPT_START):
+        return "gepa_stock"
     return None
 
 
 def gepa_responder(body: Mapping[str, Any]) -> str:
     """The assistant content for a GEPA role request (OpenAI chat-completions body)."""
     role = gepa_role(body)
-    if role is None:
-        return echo_responder(body)
     messages = [m for m in body.get("messages") or [] if isinstance(m, Mapping)]
     system = next((str(m.get("content", "")) for m in messages if m.get("role") == "system"), "")
     user = next((str(m.get("content", "")) for m in messages if m.get("role") == "user"), "")
+    if role == "gepa_stock":
+        return stock_reply(user)
+    if role is None:
+        return echo_responder(body)
     return json.dumps(_ROLES[role](system, user))

@@ -8,6 +8,7 @@ from typing import TypeVar
 
 from combee.core.scan import scan_reduce
 from combee.core.types import Method, ReduceTrace, Reflection
+from combee.errors import ConfigError
 
 C = TypeVar("C")
 U = TypeVar("U")
@@ -21,8 +22,12 @@ class CombeeStrategy:
     name = "combee"
 
     def __init__(self, *, p: int = 2, fan_in: int = 32, seed: int = 0) -> None:
-        if p < 1:
-            raise ValueError(f"duplication p must be at least 1 (got {p})")
+        if isinstance(p, bool) or not isinstance(p, int) or p < 1:
+            raise ConfigError(f"must be an integer of at least 1 (got {p!r})", setting="p")
+        if isinstance(fan_in, bool) or not isinstance(fan_in, int) or fan_in < 2:
+            raise ConfigError(
+                f"must be an integer of at least 2 (got {fan_in!r})", setting="fan_in"
+            )
         self.p = p
         self.fan_in = fan_in
         self._rng = random.Random(seed)

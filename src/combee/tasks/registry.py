@@ -1,16 +1,52 @@
-"""Tasks by name: ``formula``, ``finer``, ``jsonl`` (with a data path, or ``jsonl:PATH``)."""
+"""Tasks by name: ``formula``, ``finer``, ``jsonl`` (with a data path, or ``jsonl:PATH``), and
+any task registered from Python (``TASKS.register``) or by a plugin's ``combee.tasks`` entry
+point. A factory is called with the options it accepts of ``data``, ``scorer`` and ``seed``."""
 
 from __future__ import annotations
 
 from combee.errors import ConfigError
+from combee.plugins import Registry
 from combee.tasks.base import Task
 from combee.tasks.finer import FinerTask
 from combee.tasks.formula import FormulaTask
 from combee.tasks.jsonl import JsonlTask
 
-TASK_NAMES = ("formula", "finer", "jsonl")
+TASKS: Registry[Task] = Registry("task", "combee.tasks", setting="task", hint=" (or jsonl:PATH)")
 
 _JSONL_PREFIX = "jsonl:"
+
+
+def _bundled(name: str, data: str | None) -> None:
+    if data is not None:
+        raise ConfigError(
+            f"is only for the jsonl task; task {name!r} uses its bundled data", setting="data"
+        )
+
+
+def _formula(*, data: str | None = None) -> Task:
+    _bundled("formula", data)
+    return FormulaTask()
+
+
+def _finer(*, data: str | None = None, seed: int = 0) -> Task:
+    _bundled("finer", data)
+    return FinerTask(seed=seed)
+
+
+def _jsonl(*, data: str | None = None, scorer: str = "exact", seed: int = 0) -> Task:
+    if not data:
+        raise ConfigError(
+            "task 'jsonl' needs a data file: pass data=PATH or name the task 'jsonl:PATH'"
+        )
+    return JsonlTask(data, scorer=scorer, seed=seed)
+
+
+TASKS.register("formula", _formula)
+TASKS.register("finer", _finer)
+TASKS.register("jsonl", _jsonl)
+
+TASK_NAMES = ("formula", "finer", "jsonl")
+"""The built-in tasks."""
 
 
 def get_task(name: str, *, data: str | None = None, scorer: str = "exact", seed: int = 0) -> Task:
@@ -22,24 +58,13 @@ def get_task(name: str, *, data: str | None = None, scorer: str = "exact", seed:
     if name.startswith(_JSONL_PREFIX):
         path = name[len(_JSONL_PREFIX) :].strip()
         if not path:
-            raise ConfigError('task "jsonl:" needs a path after the colon, e.g. jsonl:data.jsonl')
+            raise ConfigError(
+                "'jsonl:' needs a path after the colon, e.g. jsonl:data.jsonl", setting="task"
+            )
         if data is not None and data != path:
             raise ConfigError(
-                f"task {name!r} already names its data; do not also pass data={data!r}"
+                f"{data!r} conflicts with task {name!r}, which already names its data",
+                setting="data",
             )
         return JsonlTask(path, scorer=scorer, seed=seed)
-    if name == "jsonl":
-        if not data:
-            raise ConfigError(
-                'task "jsonl" needs a data file: pass data=PATH or name the task "jsonl:PATH"'
-            )
-        return JsonlTask(data, scorer=scorer, seed=seed)
-    if name in ("formula", "finer") and data is not None:
-        raise ConfigError(f"task {name!r} uses its bundled data; data= is only for the jsonl task")
-    if name == "formula":
-        return FormulaTask()
-    if name == "finer":
-        return FinerTask(seed=seed)
-    raise ConfigError(
-        f"unknown task {name!r}; known tasks: {', '.join(TASK_NAMES)} (or jsonl:PATH)"
-    )
+    return TASKS.create(name, data=data, scorer=scorer, seed=seed)

@@ -39,11 +39,12 @@ class AceMethod:
         floor = Playbook().token_count()
         if token_budget is not None and token_budget <= floor:
             raise ConfigError(
-                f"ACE token_budget is {token_budget}, but the empty playbook alone uses about "
-                f"{floor} tokens; set it well above that (e.g. 8000) or to none for no limit"
+                f"is {token_budget}, but the empty playbook alone uses about {floor} tokens; "
+                "set it well above that (e.g. 8000), or to None for no limit",
+                setting="token_budget",
             )
         if max_tokens < 1:
-            raise ConfigError(f"ACE max_tokens must be at least 1, got {max_tokens}")
+            raise ConfigError(f"must be at least 1 (got {max_tokens})", setting="max_tokens")
         self.llm = llm
         self.score = score
         self.token_budget = token_budget

@@ -1,42 +1,43 @@
-"""GEPA through the ``gepa`` library, with Combee's shuffle + scan reflection.
+"""GEPA through the ``gepa`` library, with Combee's strategies for its reflection step.
 
-- :class:`CombeeReflection`: ``gepa.optimize(..., reflection_strategy=...)``.
+- :class:`GepaLearner`: the ``gepa`` method of :func:`combee.train` (``method="gepa"``).
+- :class:`CombeeReflection`: ``gepa.optimize(..., reflection_strategy=...)`` over any strategy.
 - :class:`TaskAdapter`: a ``GEPAAdapter`` for Combee tasks; the candidate is a system prompt.
-- :class:`ResizableBatchSampler`, :func:`plan_for`, :class:`IterationTimer`: batch-size strategies
-  (``sequential``, ``naive``, ``combee``, ``auto``) through gepa's ``batch_sampler`` seam.
+- :class:`ResizableBatchSampler`, :class:`IterationClock`: the run's batch schedule (a fixed
+  size or the batch size controller) through gepa's ``batch_sampler`` seam.
+- :class:`StockReflectionLM`: gepa's own reflection step on our LLM client (``sequential``).
 - :class:`CombeeInstructionProposer`: ``dspy.GEPA(instruction_proposer=...)``.
 - :class:`LoopRunner`: bridges gepa's synchronous engine to the async LLM client.
 """
 
-from combee.methods.gepa.adapter import COMPONENT, DEFAULT_SEED_PROMPT, Attempt, TaskAdapter
-from combee.methods.gepa.batching import (
-    GEPA_STRATEGIES,
-    SEQUENTIAL_MINIBATCH,
-    GepaPlan,
-    IterationTimer,
-    IterationTiming,
-    plan_for,
+from combee.methods.gepa.adapter import (
+    COMPONENT,
+    DEFAULT_SEED_PROMPT,
+    Attempt,
+    PromptGenerator,
+    TaskAdapter,
 )
+from combee.methods.gepa.batching import IterationClock, IterationTiming
 from combee.methods.gepa.dspy_proposer import CombeeInstructionProposer
-from combee.methods.gepa.reflection import CombeeReflection, Grouping, ReflectionUsage
+from combee.methods.gepa.learner import GepaLearner
+from combee.methods.gepa.reflection import CombeeReflection, ReflectionUsage
 from combee.methods.gepa.runner import LoopRunner
 from combee.methods.gepa.sampler import ResizableBatchSampler
+from combee.methods.gepa.stock import StockReflectionLM
 
 __all__ = [
     "COMPONENT",
     "DEFAULT_SEED_PROMPT",
-    "GEPA_STRATEGIES",
-    "SEQUENTIAL_MINIBATCH",
     "Attempt",
     "CombeeInstructionProposer",
     "CombeeReflection",
-    "GepaPlan",
-    "Grouping",
-    "IterationTimer",
+    "GepaLearner",
+    "IterationClock",
     "IterationTiming",
     "LoopRunner",
+    "PromptGenerator",
     "ReflectionUsage",
     "ResizableBatchSampler",
+    "StockReflectionLM",
     "TaskAdapter",
-    "plan_for",
 ]

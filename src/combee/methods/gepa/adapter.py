@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from gepa.core.adapter import EvaluationBatch
 
-from combee.errors import LLMCallError
+from combee.core.executor import AsyncioExecutor, Executor, MapOutcome
+from combee.core.types import Reflection, Trajectory
 from combee.llm.types import ChatModel
 from combee.methods.gepa import prompts, schemas
 from combee.methods.gepa.runner import LoopRunner
 from combee.tasks.base import Sample, Score
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 COMPONENT = "system_prompt"
 """The one component a task candidate has."""
@@ -48,12 +51,51 @@ class Attempt:
         return 1.0 if self.score.correct else 0.0
 
 
+class PromptGenerator:
+    """The generator under a candidate system prompt, as the map step's executor runs it."""
+
+    def __init__(
+        self,
+        llm: ChatModel,
+        score: Callable[[str, Sample], Score],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 2048,
+    ) -> None:
+        self.llm = llm
+        self.score = score
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+
+    async def rollout(self, context: str, sample: Sample) -> Trajectory:
+        reply, _ = await self.llm.complete_json(
+            prompts.generator_messages(context, sample),
+            role=GENERATOR_ROLE,
+            schema=schemas.GENERATOR,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+        )
+        answer = str(reply.get("final_answer", "")).strip()
+        return Trajectory(
+            sample,
+            answer,
+            self.score(answer, sample),
+            {"reasoning": str(reply.get("reasoning", ""))},
+        )
+
+    async def reflect(self, context: str, trajectory: Trajectory) -> Reflection:
+        raise NotImplementedError("GEPA reflects through its reflection step, not per sample")
+
+
 class TaskAdapter:
     """``GEPAAdapter[Sample, Attempt, str]``: runs the generator with the candidate's system
-    prompt, concurrently over each batch, and builds reflective records from the scores.
+    prompt on the run's executor, concurrently over each batch, and builds reflective records
+    from the scores.
 
     ``llm`` must belong to ``runner``'s loop; :meth:`evaluate_async` is the same evaluation for
-    callers already on that loop.
+    callers already on that loop. Evaluations whose samples are all in ``validation`` (compared
+    by identity) add their wall time to :attr:`validation_seconds`, so iteration timings can
+    leave out GEPA's validation of accepted candidates.
     """
 
     propose_new_texts = None
@@ -67,24 +109,39 @@ class TaskAdapter:
         component: str = COMPONENT,
         temperature: float = 0.0,
         max_tokens: int = 2048,
+        executor: Executor | None = None,
+        validation: Sequence[Sample] = (),
     ) -> None:
-        self.llm = llm
+        self.generator = PromptGenerator(llm, score, temperature=temperature, max_tokens=max_tokens)
         self.runner = runner
         self.score = score
         self.component = component
-        self.temperature = temperature
-        self.max_tokens = max_tokens
+        self.executor: Executor = executor or AsyncioExecutor()
+        self.validation_ids = {id(sample) for sample in validation}
+        self.validation_seconds = 0.0
 
     def evaluate(
         self, batch: list[Sample], candidate: dict[str, str], capture_traces: bool = False
     ) -> EvaluationBatch[Attempt, str]:
-        return self.runner.run(self.evaluate_async(batch, candidate, capture_traces))
+        return self.runner.run(
+            self._timed([batch], self.evaluate_async(batch, candidate, capture_traces))
+        )
 
     def batch_evaluate(
         self, items: list[tuple[dict[str, str], list[Sample]]], capture_traces: bool = True
     ) -> list[EvaluationBatch[Attempt, str]]:
         """Every (candidate, batch) pair at once: all their rollouts form one concurrent wave."""
-        return self.runner.run(self._evaluate_all(items, capture_traces))
+        batches = [batch for _, batch in items]
+        return self.runner.run(self._timed(batches, self._evaluate_all(items, capture_traces)))
+
+    async def _timed(self, batches: Sequence[Sequence[Sample]], work: Awaitable[T]) -> T:
+        started = time.perf_counter()
+        try:
+            return await work
+        finally:
+            samples = [sample for batch in batches for sample in batch]
+            if samples and all(id(sample) in self.validation_ids for sample in samples):
+                self.validation_seconds += time.perf_counter() - started
 
     async def _evaluate_all(
         self, items: Sequence[tuple[dict[str, str], list[Sample]]], capture_traces: bool
@@ -106,23 +163,10 @@ class TaskAdapter:
         )
 
     async def attempts(self, samples: Sequence[Sample], system_prompt: str) -> list[Attempt]:
-        return list(await asyncio.gather(*(self._attempt(system_prompt, s) for s in samples)))
-
-    async def _attempt(self, system_prompt: str, sample: Sample) -> Attempt:
-        try:
-            reply, _ = await self.llm.complete_json(
-                prompts.generator_messages(system_prompt, sample),
-                role=GENERATOR_ROLE,
-                schema=schemas.GENERATOR,
-                temperature=self.temperature,
-                max_tokens=self.max_tokens,
-            )
-        except LLMCallError as error:
-            log.warning("generator call for %s failed; scored as wrong: %s", sample.id, error)
-            return Attempt(sample, "", "", self.score("", sample), error=str(error))
-        answer = str(reply.get("final_answer", "")).strip()
-        reasoning = str(reply.get("reasoning", ""))
-        return Attempt(sample, answer, reasoning, self.score(answer, sample))
+        outcomes = await self.executor.map(
+            self.generator, system_prompt, samples, reflect=False, score=self.score
+        )
+        return [_attempt(outcome, self.score) for outcome in outcomes]
 
     def make_reflective_dataset(
         self,
@@ -133,6 +177,16 @@ class TaskAdapter:
         attempts = eval_batch.trajectories or []
         records = [reflective_record(a) for a in attempts]
         return {name: list(records) for name in components_to_update if name == self.component}
+
+
+def _attempt(outcome: MapOutcome, score: Callable[[str, Sample], Score]) -> Attempt:
+    sample, trajectory = outcome.sample, outcome.trajectory
+    if trajectory is None:
+        error = outcome.failure.error if outcome.failure is not None else "no answer"
+        log.warning("generator call for %s failed; scored as wrong: %s", sample.id, error)
+        return Attempt(sample, "", "", score("", sample), error=error)
+    reasoning = str(trajectory.details.get("reasoning", ""))
+    return Attempt(sample, trajectory.prediction, reasoning, trajectory.score)
 
 
 def reflective_record(attempt: Attempt) -> dict[str, Any]:

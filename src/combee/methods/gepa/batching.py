@@ -1,10 +1,10 @@
-"""Batch-size strategies for GEPA: which minibatch size each iteration reflects on, and how.
+"""GEPA's iterations on Combee's batch schedule.
 
-- ``sequential``: gepa as published, minibatches of 3, one proposal call.
-- ``naive``: minibatches of ``b``, one proposal call over all ``b`` records.
-- ``combee``: minibatches of ``b``, shuffle + scan aggregation (:class:`CombeeReflection`).
-- ``auto``: like ``combee``, through a :class:`ResizableBatchSampler` whose ``size`` a batch
-  size controller may change between iterations from the timings of :class:`IterationTimer`.
+:class:`IterationClock` is a gepa callback. As an iteration starts it asks the run's
+:class:`combee.core.loop.BatchSchedule` (a fixed size, or the batch size controller) for the
+minibatch size and sets the :class:`ResizableBatchSampler`; as it ends it tells the schedule how
+long the iteration took, leaving out the validation of accepted candidates (a cost the batch
+size does not drive), and reports the iteration to the run's observer.
 """
 
 from __future__ import annotations
@@ -14,36 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from combee.errors import ConfigError
-from combee.methods.gepa.reflection import Grouping
+from combee.core.loop import BatchSchedule, IterationReport, LoopObserver
+from combee.core.types import ReduceTrace
 from combee.methods.gepa.sampler import ResizableBatchSampler
-
-GEPA_STRATEGIES = ("sequential", "naive", "combee", "auto")
-SEQUENTIAL_MINIBATCH = 3
-"""gepa's own default reflection minibatch size."""
-
-
-@dataclass(frozen=True)
-class GepaPlan:
-    strategy: str
-    minibatch_size: int
-    grouping: Grouping
-
-
-def plan_for(strategy: str, batch_size: int) -> GepaPlan:
-    """The plan for a strategy name and the requested batch size ``b``."""
-    if strategy not in GEPA_STRATEGIES:
-        raise ConfigError(
-            f"--strategy {strategy!r} is not available with --method gepa; "
-            f"use one of {', '.join(GEPA_STRATEGIES)}"
-        )
-    if batch_size < 1:
-        raise ConfigError(f"--batch-size must be at least 1 (got {batch_size})")
-    if strategy == "sequential":
-        return GepaPlan(strategy, SEQUENTIAL_MINIBATCH, "single")
-    if strategy == "naive":
-        return GepaPlan(strategy, batch_size, "single")
-    return GepaPlan(strategy, batch_size, "combee")
 
 
 @dataclass(frozen=True)
@@ -51,42 +24,79 @@ class IterationTiming:
     iteration: int
     batch_size: int
     seconds: float
+    """Wall time of the iteration without the validation of accepted candidates."""
+    validation_seconds: float
     accepted: bool
 
 
-class IterationTimer:
-    """A gepa callback timing each iteration at the batch size it ran with.
-
-    ``on_timing`` receives every :class:`IterationTiming` as the iteration ends. A batch size
-    controller plugs in here: it reads the timings and sets ``sampler.size`` for the next
-    iteration (the ``auto`` strategy runs at the requested size until one is attached).
-    """
+class IterationClock:
+    """Drives the sampler from ``schedule`` and times each iteration (see the module)."""
 
     def __init__(
         self,
         sampler: ResizableBatchSampler,
-        on_timing: Callable[[IterationTiming], None] | None = None,
+        schedule: BatchSchedule,
+        *,
+        train_size: int,
+        validation_seconds: Callable[[], float],
+        observer: LoopObserver | None = None,
+        component: str = "system_prompt",
     ) -> None:
         self.sampler = sampler
-        self.on_timing = on_timing
+        self.schedule = schedule
+        self.train_size = train_size
+        self.validation_seconds = validation_seconds
+        self.observer = observer or LoopObserver()
+        self.component = component
         self.timings: list[IterationTiming] = []
         self._started: float | None = None
-        self._size = sampler.size
+        self._validation_before = 0.0
+        self._epoch = 1
 
     def on_iteration_start(self, event: Any) -> None:
+        epoch, _ = self.sampler.position(self.train_size)
+        self._epoch = epoch
+        # gepa's minibatches run on across epoch boundaries (the sampler completes one from the
+        # next epoch), so no iteration is cut short: the whole training set is always "left".
+        self.sampler.size = self.schedule.next_size(epoch=epoch, remaining=self.train_size)
         self._started = time.perf_counter()
-        self._size = self.sampler.size
+        self._validation_before = self.validation_seconds()
+        self.observer.on_iteration_start(epoch, int(event["iteration"]), self.sampler.size)
 
     def on_iteration_end(self, event: Any) -> None:
         if self._started is None:
             return
+        wall = time.perf_counter() - self._started
+        validation = self.validation_seconds() - self._validation_before
         timing = IterationTiming(
             iteration=int(event["iteration"]),
-            batch_size=self._size,
-            seconds=time.perf_counter() - self._started,
+            batch_size=self.sampler.size,
+            seconds=max(0.0, wall - validation),
+            validation_seconds=validation,
             accepted=bool(event["proposal_accepted"]),
         )
         self._started = None
         self.timings.append(timing)
-        if self.on_timing is not None:
-            self.on_timing(timing)
+        self.schedule.record(size=timing.batch_size, wall_s=timing.seconds)
+        state = event["state"]
+        scores = list(state.program_full_scores_val_set)
+        best = max(range(len(scores)), key=scores.__getitem__) if scores else 0
+        report: IterationReport[str, str] = IterationReport(
+            epoch=self._epoch,
+            iteration=timing.iteration,
+            batch_size=timing.batch_size,
+            wall_s=timing.seconds,
+            trajectories=[],
+            reflections=[],
+            failures=[],
+            trace=ReduceTrace(),
+            context=str(state.program_candidates[best][self.component]),
+            val_accuracy=scores[best] if scores else None,
+            extra={
+                "accepted": timing.accepted,
+                "candidates": len(state.program_candidates),
+                "metric_calls": int(state.total_num_evals),
+                "validation_s": round(validation, 4),
+            },
+        )
+        self.observer.on_iteration_end(report)

@@ -10,37 +10,41 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from combee.core.types import Strategy
 from combee.llm.client import LLM
 from combee.llm.openai_backend import OpenAIBackend
 from combee.llm.types import JsonMode
-from combee.methods.gepa.reflection import CombeeReflection, Grouping
+from combee.methods.gepa.reflection import CombeeReflection
 from combee.methods.gepa.runner import LoopRunner
+from combee.strategies.combee import CombeeStrategy
 
 
 class CombeeInstructionProposer:
     """Shuffle + scan instruction proposals for DSPy's GEPA, over Combee's LLM layer.
 
-    The proposer runs its calls on a private event loop thread; :meth:`close` (or ``with``)
-    releases the LLM and the thread.
+    ``strategy`` reduces each component's records (default: ``CombeeStrategy(p=2, fan_in=32,
+    seed=seed)``; ``NaiveStrategy()`` makes one proposal call over all records). The proposer
+    runs its calls on a private event loop thread; :meth:`close` (or ``with``) releases the LLM
+    and the thread.
     """
 
     def __init__(
         self,
         llm: LLM,
         *,
-        grouping: Grouping = "combee",
-        p: int = 2,
+        strategy: Strategy | None = None,
         seed: int = 0,
         temperature: float = 0.0,
         max_tokens: int = 4096,
     ) -> None:
+        if strategy is None:
+            strategy = CombeeStrategy(p=2, fan_in=32, seed=seed)
         self.llm = llm
         self.runner = LoopRunner()
         self.reflection = CombeeReflection(
             llm,
             self.runner,
-            grouping=grouping,
-            p=p,
+            strategy,
             seed=seed,
             temperature=temperature,
             max_tokens=max_tokens,

@@ -1,13 +1,15 @@
 """The Combee reflection strategy for gepa: ``gepa.optimize(..., reflection_strategy=...)``.
 
-For each component to update, the ``n`` records of its reflective dataset are duplicated ``p``
-times, shuffled with a seeded RNG and dealt into ``k = floor(sqrt(n))`` groups
-(:func:`combee.core.scan.level_one_groups`); each group gets its own proposal call, all issued
-concurrently, and one merge call turns the ``k`` proposed texts into the final text. With
-``n < 4`` (or ``grouping="single"``) one proposal call over all records is the whole reflection.
+For each job and each component to update, the component's reflective records become
+:class:`combee.core.types.Reflection` objects and are reduced by a Combee
+:class:`~combee.core.types.Strategy` (``CombeeStrategy``: augmented shuffle into
+``floor(sqrt(n))`` groups, one proposal call per group, merged level by level with at most
+``fan_in`` proposals per merge call; ``NaiveStrategy``: one proposal call over all records).
+The strategy drives a small proposer whose ``curate`` is one proposal call and whose ``merge``
+is one merge call, so GEPA gets exactly the grouping ACE gets.
 
-:meth:`CombeeReflection.reflect_many` flattens the proposal calls of every job of an iteration
-into one concurrent wave, then issues all merges as a second wave.
+:meth:`CombeeReflection.reflect_many` reduces every (job, component) unit concurrently on the
+runner's loop, so the proposal calls of all jobs of an iteration overlap.
 """
 
 from __future__ import annotations
@@ -19,28 +21,34 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from gepa.proposer.reflective_mutation.reflection_lm import ReflectionJob, ReflectionProposal
 
-from combee.core.scan import level_one_groups
-from combee.errors import ConfigError, LLMCallError
+from combee.core.scan import SINGLE_CALL_BELOW
+from combee.core.types import ReduceTrace, Reflection, Strategy, Trajectory
+from combee.errors import LLMCallError
 from combee.llm.types import ChatModel, JsonSchema, Message
 from combee.methods.gepa import prompts, schemas
 from combee.methods.gepa.records import canonical
 from combee.methods.gepa.runner import LoopRunner
+from combee.tasks.base import Sample
 
 log = logging.getLogger(__name__)
 
-Grouping = Literal["combee", "single"]
+"""How a GEPA plan groups the records: ``combee`` (a ``CombeeStrategy``) or ``single`` (one
+call over all records, a ``NaiveStrategy``)."""
 
 PROPOSAL_ROLE = "proposal"
 MERGE_ROLE = "merge"
+_SEED_BITS = 31
+"""Per-call seeds stay below 2**31, which every server accepts."""
+_RETRY_KEYS = 256
 
 
 @dataclass(frozen=True)
 class _Call:
-    """A finished proposal or merge call."""
+    """One finished proposal or merge call."""
 
     instruction: str
     messages: list[Message]
@@ -48,21 +56,43 @@ class _Call:
 
 
 @dataclass
+class _MapCall:
+    """One proposal call of a unit, as reported in the proposal's metadata."""
+
+    records: list[int]
+    messages: list[Message]
+    output: str | None = None
+
+
+@dataclass
 class _Unit:
-    """One component of one job: its records, their groups and the calls they need."""
+    """One component of one job: its records, its RNG and what its reduction did."""
 
     job: int
     component: str
     current: str
     records: list[Mapping[str, Any]]
-    groups: list[list[int]]
-    map_keys: list[str] = field(default_factory=list)
-    map_messages: list[list[Message]] = field(default_factory=list)
+    rng: random.Random
+    """Draws the record order and the seed of every call of this unit."""
+    order: list[int] = field(default_factory=list)
+    """order[i] = the record behind the i-th reflection handed to the strategy."""
+    maps: list[_MapCall] = field(default_factory=list)
+    finished: dict[str, _Call] = field(default_factory=dict)
+    """Successful calls by their instruction (to find the call behind the final text)."""
+    proposal_calls: int = 0
+    merge_calls: int = 0
+    failed_calls: int = 0
+    trace: ReduceTrace[str] | None = None
+
+    @property
+    def where(self) -> str:
+        return f"job {self.job} component {self.component!r}"
 
 
 @dataclass
 class ReflectionUsage:
-    """What the strategy's own calls cost (memo hits cost nothing and are counted apart)."""
+    """What the strategy's own calls cost (units reused on a retry cost nothing and are
+    counted in ``memo_hits``)."""
 
     proposal_calls: int = 0
     merge_calls: int = 0
@@ -74,41 +104,38 @@ class ReflectionUsage:
 
 
 class CombeeReflection:
-    """A gepa ``ReflectionLM`` (with ``reflect_many``) that aggregates by shuffle and scan.
+    """A gepa ``ReflectionLM`` (with ``reflect_many``) that reduces records with ``strategy``.
 
-    ``llm`` must belong to ``runner``'s loop. Finished calls are memoised by their inputs, so
-    when gepa retries a failed batch task by task, only the calls that failed are paid again.
-    A proposal call that fails for good is logged and its group dropped; a component whose
-    calls all failed, or whose merge failed, raises :class:`LLMCallError` once the wave is done
-    (gepa then retries per task and skips that proposal if it fails again).
+    ``llm`` must belong to ``runner``'s loop. Each unit draws its record order and the sampling
+    seed of each of its calls from one ``random.Random(seed)``, advanced per unit, so repeated
+    identical jobs get fresh calls (distinct requests even through a response cache) while a run
+    stays deterministic for a seed.
+
+    A proposal call that fails for good is logged and its group dropped (by the strategy); a
+    unit left without an update raises :class:`LLMCallError` once the wave is done. gepa then
+    retries task by task through :meth:`reflect`: the units that succeeded in the failed wave
+    are reused once by the retry of their job, and forgotten at the next :meth:`reflect_many`.
     """
 
     def __init__(
         self,
         llm: ChatModel,
         runner: LoopRunner,
+        strategy: Strategy,
         *,
-        grouping: Grouping = "combee",
-        p: int = 2,
         seed: int = 0,
         temperature: float = 0.0,
         max_tokens: int = 4096,
-        memo_size: int = 4096,
     ) -> None:
-        if p < 1:
-            raise ConfigError(f"GEPA reflection duplication p must be at least 1 (got {p})")
-        if grouping not in ("combee", "single"):
-            raise ConfigError(f"GEPA reflection grouping must be combee or single ({grouping!r})")
         self.llm = llm
         self.runner = runner
-        self.grouping: Grouping = grouping
-        self.p = p
+        self.strategy = strategy
         self.seed = seed
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.usage = ReflectionUsage()
-        self._memo: OrderedDict[str, _Call] = OrderedDict()
-        self._memo_size = memo_size
+        self._rng = random.Random(seed)
+        self._retry: OrderedDict[str, list[dict[str, _Unit]]] = OrderedDict()
         self._lock = threading.Lock()
 
     @property
@@ -129,144 +156,215 @@ class CombeeReflection:
         reflective_dataset: Mapping[str, Sequence[Mapping[str, Any]]],
         components_to_update: list[str],
     ) -> tuple[ReflectionProposal, CombeeReflection]:
-        return self.reflect_many([(candidate, reflective_dataset, components_to_update)])[0]
+        return self._reflect([(candidate, reflective_dataset, components_to_update)])[0]
 
     def reflect_many(
         self, jobs: Sequence[ReflectionJob]
     ) -> list[tuple[ReflectionProposal, CombeeReflection]]:
-        units = self._plan(jobs)
-        self._wave(
-            {k: m for u in units for k, m in zip(u.map_keys, u.map_messages, strict=True)},
-            PROPOSAL_ROLE,
-            schemas.PROPOSAL,
-        )
-        merges: dict[str, list[Message]] = {}
-        merge_key: dict[int, str] = {}
-        for index, unit in enumerate(units):
-            local = self._recalled(unit.map_keys)
-            if len(local) > 1:
-                texts = [call.instruction for call in local]
-                key = _digest("merge", unit.component, unit.current, texts)
-                merge_key[index] = key
-                merges[key] = prompts.merge_messages(unit.component, unit.current, texts)
-        self._wave(merges, MERGE_ROLE, schemas.MERGE)
-        proposals = [ReflectionProposal(new_texts={}) for _ in jobs]
+        with self._lock:
+            self._retry.clear()
+        return self._reflect(jobs)
+
+    def _reflect(
+        self, jobs: Sequence[ReflectionJob]
+    ) -> list[tuple[ReflectionProposal, CombeeReflection]]:
+        keys = [_job_key(job) for job in jobs]
+        done: list[dict[str, _Unit]] = [self._recall(key) for key in keys]
+        units = self._plan(jobs, done)
+        outcomes = self.runner.gather([self._reduce(unit) for unit in units])
         problems: list[str] = []
-        for index, unit in enumerate(units):
-            problem = self._settle(unit, merge_key.get(index), proposals[unit.job])
-            if problem is not None:
-                problems.append(problem)
-        if problems:
-            raise LLMCallError("; ".join(problems))
+        unexpected: BaseException | None = None
+        for unit, outcome in zip(units, outcomes, strict=True):
+            if isinstance(outcome, LLMCallError):
+                problems.append(f"{unit.where}: {outcome}")
+            elif isinstance(outcome, BaseException):
+                unexpected = unexpected or outcome
+            elif unit.trace is None or unit.trace.update is None:
+                problems.append(f"{unit.where}: every proposal call failed")
+            else:
+                done[unit.job][unit.component] = unit
+        if problems or unexpected is not None:
+            self._keep_for_retry(keys, done)
+            if unexpected is not None:
+                raise unexpected
+            raise LLMCallError("; ".join(problems), role=PROPOSAL_ROLE)
+        proposals = [ReflectionProposal(new_texts={}) for _ in jobs]
+        for job, (_, _, components) in enumerate(jobs):
+            for component in components:
+                finished = done[job].get(component)
+                if finished is not None:
+                    _settle(finished, proposals[job])
         return [(proposal, self) for proposal in proposals]
 
-    def _plan(self, jobs: Sequence[ReflectionJob]) -> list[_Unit]:
+    def _plan(self, jobs: Sequence[ReflectionJob], done: list[dict[str, _Unit]]) -> list[_Unit]:
         units: list[_Unit] = []
         for job, (candidate, dataset, components) in enumerate(jobs):
             for component in components:
+                if component in done[job]:
+                    self.usage.memo_hits += 1
+                    continue
+                if component not in candidate:
+                    log.warning(
+                        "job %d: component %r is not in the candidate (it has %s); skipped",
+                        job,
+                        component,
+                        ", ".join(repr(name) for name in candidate) or "no components",
+                    )
+                    continue
                 records = list(dataset.get(component) or [])
                 if not records:
                     log.info("component %r has no reflective records; not updated", component)
                     continue
-                current = candidate[component]
-                unit_digest = _digest("unit", component, current, records)
-                if self.grouping == "single":
-                    groups = [list(range(len(records)))]
-                else:
-                    rng = random.Random(f"{self.seed}:{unit_digest}")
-                    groups = level_one_groups(len(records), p=self.p, rng=rng)
-                unit = _Unit(job, component, current, records, groups)
-                for group in groups:
-                    chosen = [records[i] for i in group]
-                    unit.map_keys.append(_digest("proposal", component, current, chosen))
-                    unit.map_messages.append(prompts.proposal_messages(component, current, chosen))
-                units.append(unit)
+                if len(records) < SINGLE_CALL_BELOW:
+                    log.info(
+                        "job %d component %r: %d records (fewer than %d): one proposal call",
+                        job,
+                        component,
+                        len(records),
+                        SINGLE_CALL_BELOW,
+                    )
+                rng = random.Random(self._rng.getrandbits(64))
+                units.append(_Unit(job, component, candidate[component], records, rng))
         return units
 
-    def _settle(
-        self, unit: _Unit, merge_key: str | None, proposal: ReflectionProposal
-    ) -> str | None:
-        """Fill ``proposal`` for ``unit``; a reason when the unit has no final text."""
-        where = f"job {unit.job} component {unit.component!r}"
-        local = self._recalled(unit.map_keys)
-        if not local:
-            return f"{where}: every proposal call failed"
-        final = local[0]
-        if merge_key is not None:
-            merged = self._recalled([merge_key])
-            if not merged:
-                return f"{where}: the merge of {len(local)} proposals failed"
-            final = merged[0]
-        elif len(unit.groups) > 1:
-            log.warning(
-                "%s: only 1 of %d proposal calls succeeded; using it", where, len(unit.groups)
-            )
-        proposal.new_texts[unit.component] = final.instruction
-        proposal.prompts[unit.component] = [dict(m) for m in final.messages]
-        proposal.raw_lm_outputs[unit.component] = final.raw
-        proposal.metadata[f"combee:{unit.component}:n"] = len(unit.records)
-        proposal.metadata[f"combee:{unit.component}:groups"] = unit.groups
-        proposal.metadata[f"combee:{unit.component}:local_instructions"] = [
-            call.instruction for call in local
-        ]
-        return None
+    async def _reduce(self, unit: _Unit) -> None:
+        unit.order = list(range(len(unit.records)))
+        unit.rng.shuffle(unit.order)
+        reflections = [Reflection(str(i), unit.records[i]) for i in unit.order]
+        unit.trace = await self.strategy.reduce(_Proposer(self, unit), unit.current, reflections)
 
-    def _recalled(self, keys: Sequence[str]) -> list[_Call]:
-        with self._lock:
-            return [self._memo[k] for k in keys if k in self._memo]
-
-    def _wave(self, calls: Mapping[str, list[Message]], role: str, schema: JsonSchema) -> None:
-        """Issue every call not memoised yet, all at once; memoise the successes."""
-        with self._lock:
-            self.usage.memo_hits += sum(1 for key in calls if key in self._memo)
-            todo = [(key, m) for key, m in calls.items() if key not in self._memo]
-        if not todo:
-            return
-        outcomes = self.runner.gather([self._ask(m, role, schema) for _, m in todo])
-        unexpected: BaseException | None = None
-        for (key, _), outcome in zip(todo, outcomes, strict=True):
-            if isinstance(outcome, _Call):
-                self._remember(key, outcome)
-                continue
-            self.usage.failed_calls += 1
-            if isinstance(outcome, LLMCallError):
-                log.warning("%s call failed and is skipped: %s", role, outcome)
-            elif unexpected is None:
-                unexpected = outcome
-        if unexpected is not None:
-            raise unexpected
-
-    async def _ask(self, messages: list[Message], role: str, schema: JsonSchema) -> _Call:
-        reply, completion = await self.llm.complete_json(
-            messages,
-            role=role,
-            schema=schema,
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-        )
-        usage = self.usage
-        if role == MERGE_ROLE:
-            usage.merge_calls += 1
+    async def _ask(
+        self, unit: _Unit, messages: list[Message], role: str, schema: JsonSchema
+    ) -> _Call:
+        seed = unit.rng.getrandbits(_SEED_BITS)
+        is_merge = role == MERGE_ROLE
+        if is_merge:
+            unit.merge_calls += 1
         else:
-            usage.proposal_calls += 1
-        usage.tokens_in += completion.prompt_tokens
-        usage.tokens_out += completion.completion_tokens
-        usage.cost += completion.cost or 0.0
-        instruction = str(reply.get("instruction", "")).strip()
-        if not instruction:
-            raise LLMCallError(f"{role}: the reply's instruction is empty")
-        return _Call(instruction, messages, completion.text)
+            unit.proposal_calls += 1
+        try:
+            reply, completion = await self.llm.complete_json(
+                messages,
+                role=role,
+                schema=schema,
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                seed=seed,
+            )
+            usage = self.usage
+            if is_merge:
+                usage.merge_calls += 1
+            else:
+                usage.proposal_calls += 1
+            usage.tokens_in += completion.prompt_tokens
+            usage.tokens_out += completion.completion_tokens
+            usage.cost += completion.cost or 0.0
+            instruction = str(reply.get("instruction", "")).strip()
+            if not instruction:
+                raise LLMCallError(
+                    f"{role}: the reply's instruction is empty", role=role, kind="invalid_reply"
+                )
+        except LLMCallError:
+            unit.failed_calls += 1
+            self.usage.failed_calls += 1
+            raise
+        call = _Call(instruction, messages, completion.text)
+        unit.finished[instruction] = call
+        return call
 
-    def _remember(self, key: str, call: _Call) -> None:
+    def _recall(self, key: str) -> dict[str, _Unit]:
+        """The units a failed wave finished for this job, once (popped)."""
         with self._lock:
-            self._memo[key] = call
-            self._memo.move_to_end(key)
-            while len(self._memo) > self._memo_size:
-                self._memo.popitem(last=False)
+            kept = self._retry.get(key)
+            if not kept:
+                return {}
+            found = kept.pop(0)
+            if not kept:
+                del self._retry[key]
+            return dict(found)
+
+    def _keep_for_retry(self, keys: Sequence[str], done: Sequence[dict[str, _Unit]]) -> None:
+        with self._lock:
+            for key, units in zip(keys, done, strict=True):
+                if units:
+                    self._retry.setdefault(key, []).append(units)
+                    self._retry.move_to_end(key)
+            while len(self._retry) > _RETRY_KEYS:
+                self._retry.popitem(last=False)
 
 
-def _digest(*parts: Any) -> str:
-    return hashlib.sha256(canonical(list(parts)).encode()).hexdigest()
+class _Proposer:
+    """The GEPA side of the Method contract for one unit: ``curate`` is one proposal call over a
+    group of records, ``merge`` one merge call over proposed instructions. Rollouts and
+    reflections are gepa's own, so those steps are not offered."""
+
+    def __init__(self, owner: CombeeReflection, unit: _Unit) -> None:
+        self._owner = owner
+        self._unit = unit
+
+    async def curate(self, context: str, reflections: Sequence[Reflection]) -> str:
+        unit = self._unit
+        chosen = [r.fields for r in reflections]
+        messages = prompts.proposal_messages(unit.component, context, chosen)
+        entry = _MapCall([int(r.sample_id) for r in reflections], messages)
+        unit.maps.append(entry)
+        call = await self._owner._ask(unit, messages, PROPOSAL_ROLE, schemas.PROPOSAL)
+        entry.output = call.instruction
+        return call.instruction
+
+    async def merge(self, context: str, updates: Sequence[str]) -> str:
+        unit = self._unit
+        messages = prompts.merge_messages(unit.component, context, updates)
+        call = await self._owner._ask(unit, messages, MERGE_ROLE, schemas.MERGE)
+        return call.instruction
+
+    async def rollout(self, context: str, sample: Sample) -> Trajectory:
+        raise NotImplementedError("gepa's adapter runs the rollouts")
+
+    async def reflect(self, context: str, trajectory: Trajectory) -> Reflection:
+        raise NotImplementedError("gepa's adapter builds the reflective records")
+
+    def tally(self, context: str, reflections: Sequence[Reflection]) -> str:
+        return context
+
+    def apply(self, context: str, update: str) -> str:
+        return update
 
 
-__all__ = ["CombeeReflection", "Grouping", "ReflectionUsage"]
+def _settle(unit: _Unit, proposal: ReflectionProposal) -> None:
+    """Fill ``proposal`` with ``unit``'s final text and what its reduction did."""
+    trace = unit.trace
+    assert trace is not None and trace.update is not None
+    component = unit.component
+    proposal.new_texts[component] = trace.update
+    final = unit.finished.get(trace.update)
+    if final is not None:
+        proposal.prompts[component] = [dict(m) for m in final.messages]
+        proposal.raw_lm_outputs[component] = final.raw
+    levels = [[list(group) for group in level] for level in trace.levels]
+    if levels:
+        # Level 1 indexes the shuffled reflections; report record indices instead.
+        levels[0] = [[unit.order[i] for i in group] for group in levels[0]]
+    prefix = f"combee:{component}"
+    metadata = proposal.metadata
+    metadata[f"{prefix}:n"] = len(unit.records)
+    metadata[f"{prefix}:k"] = len(levels[0]) if levels else 0
+    metadata[f"{prefix}:groups"] = levels[0] if levels else []
+    metadata[f"{prefix}:levels"] = levels
+    metadata[f"{prefix}:map_prompts"] = [[dict(m) for m in e.messages] for e in unit.maps]
+    metadata[f"{prefix}:map_outputs"] = [entry.output for entry in unit.maps]
+    metadata[f"{prefix}:local_instructions"] = [e.output for e in unit.maps if e.output]
+    metadata[f"{prefix}:calls"] = unit.proposal_calls + unit.merge_calls
+    metadata[f"{prefix}:proposal_calls"] = unit.proposal_calls
+    metadata[f"{prefix}:merge_calls"] = unit.merge_calls
+    metadata[f"{prefix}:failed_calls"] = unit.failed_calls
+
+
+def _job_key(job: ReflectionJob) -> str:
+    candidate, dataset, components = job
+    relevant = {name: list(dataset.get(name) or []) for name in components}
+    content = canonical([candidate, relevant, list(components)])
+    return hashlib.sha256(content.encode()).hexdigest()
+
+
+__all__ = ["CombeeReflection", "ReflectionUsage"]

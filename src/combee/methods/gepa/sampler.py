@@ -39,12 +39,22 @@ class ResizableBatchSampler:
     def size(self, value: int) -> None:
         self._size = _checked(value)
 
+    def position(self, total: int) -> tuple[int, int]:
+        """``(epoch, ids left in it)`` for the next minibatch of a training set of ``total`` ids,
+        counting epochs from 1 as Combee's loop does."""
+        left = min(len(self._order) - self._cursor, total)
+        if self.epoch < 0 or left <= 0:
+            return self.epoch + 2, total
+        return self.epoch + 1, left
+
     def next_minibatch_ids(
         self, loader: DataLoader[Any, Any], state: GEPAState[Any, Any]
     ) -> list[Any]:
         ids = tuple(loader.all_ids())
         if not ids:
-            raise ConfigError("GEPA: the training set is empty; nothing to sample a minibatch from")
+            raise ConfigError(
+                "is empty: GEPA has nothing to sample a minibatch from", setting="task"
+            )
         if ids != self._known:
             self._known = ids
             self._order = []
@@ -75,5 +85,5 @@ class ResizableBatchSampler:
 
 def _checked(size: int) -> int:
     if size < 1:
-        raise ConfigError(f"GEPA minibatch size must be at least 1 (got {size})")
+        raise ConfigError(f"must be at least 1 (got {size})", setting="batch_size")
     return size

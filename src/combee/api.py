@@ -1,0 +1,349 @@
+"""The front door: :func:`train` and :func:`evaluate`, for Python callers and the CLI alike.
+
+Every argument takes a registered name or the caller's own object (a task, a method, a
+strategy, a batch schedule, an LLM client, an executor), in the manner of ``gepa.optimize``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from combee.core.executor import AsyncioExecutor, Executor
+from combee.core.learner import Learner
+from combee.core.loop import BatchSchedule, LoopConfig, LoopObserver, ObserverGroup
+from combee.core.types import Strategy
+from combee.errors import ConfigError
+from combee.llm.client import LLM
+from combee.resolve import (
+    LLMArg,
+    finite,
+    initial_text,
+    learner_of,
+    limited,
+    llm_of,
+    schedule_of,
+    strategy_of,
+    task_of,
+    whole,
+)
+from combee.results import EvalResult, TrainResult, usage_summary
+from combee.runs import RESULTS_FILE, ProfileRecorder, RunDir, RunRecorder, logging_to
+from combee.tasks.base import Sample, Task
+
+T = TypeVar("T")
+
+
+async def train_async(
+    task: str | Task,
+    *,
+    method: Any = "ace",
+    strategy: str | Strategy = "combee",
+    batch_size: int | str | BatchSchedule = 40,
+    llm: LLMArg = None,
+    epochs: int = 1,
+    run_dir: str | os.PathLike[str] | None = None,
+    overwrite: bool = False,
+    observers: Sequence[LoopObserver] = (),
+    executor: Executor | None = None,
+    seed: int = 0,
+    data: str | None = None,
+    scorer: str = "exact",
+    train_limit: int | None = None,
+    val_limit: int | None = None,
+    test_limit: int | None = None,
+    val_every: int = 0,
+    duplication: int = 2,
+    fan_in: int = 32,
+    max_batch_size: int = 100,
+    tau: float = 0.005,
+    reprofile: bool = False,
+    token_budget: int | None = 8000,
+    temperature: float = 0.0,
+    max_tokens: int = 2048,
+    max_metric_calls: int = 200,
+    initial_context: Any = None,
+    baseline: bool = False,
+    preflight: bool = True,
+    record: dict[str, Any] | None = None,
+) -> TrainResult:
+    """Learn a context for ``task`` and score it on the task's test split.
+
+    ``task``: a registered name (``formula``, ``finer``, ``jsonl:PATH``, a plugin's) or an
+    object with ``load()`` and ``score()`` (e.g. :class:`combee.tasks.SampleTask`).
+    ``method``: ``ace``, ``gepa``, a registered name, a :class:`combee.core.learner.Learner`,
+    or an object implementing the Method contract (``rollout``, ``reflect``, ``curate``,
+    ``merge``, ``tally``, ``apply``; give ``initial_context`` then). ``strategy``: ``sequential``,
+    ``naive``, ``combee``, a registered name or an object. ``batch_size``: a size, ``"auto"``
+    (the batch size controller, bounded by ``max_batch_size`` and ``tau``) or a schedule.
+    ``llm``: a :class:`combee.llm.Endpoint` or a model name (connected once every other
+    setting is checked, closed at the end), or a client from :func:`combee.llm.connect` (the
+    caller's to close). ``run_dir``: where config, metrics, context versions and
+    results go (None: nothing is written). ``initial_context``: a file (``Path``), a text or a
+    context object to start from. ``record`` adds entries to ``config.json``.
+    """
+    epochs = whole(epochs, "epochs", least=1)
+    seed = whole(seed, "seed", least=0)
+    val_every = whole(val_every, "val_every", least=0)
+    finite(temperature, "temperature", least=0.0)
+    whole(max_tokens, "max_tokens", least=1)
+    whole(max_metric_calls, "max_metric_calls", least=1)
+    the_task = task_of(task, data=data, scorer=scorer, seed=seed)
+    the_strategy = strategy_of(strategy, duplication=duplication, fan_in=fan_in, seed=seed)
+    watchers = ObserverGroup(observers)
+    schedule, batch_label = schedule_of(
+        batch_size,
+        the_strategy,
+        max_batch_size=max_batch_size,
+        tau=tau,
+        reprofile=reprofile,
+        on_decision=watchers.on_batch_decision,
+    )
+    splits = the_task.load()
+    train_set = limited(splits.train, train_limit, "train_limit")
+    val_set = limited(splits.val, val_limit, "val_limit")
+    test_set = limited(splits.test, test_limit, "test_limit")
+    if not train_set:
+        raise ConfigError("has no training samples with these limits", setting="task")
+    start_text, start_object = initial_text(initial_context)
+    client, owned = llm_of(llm, seed=seed)
+    try:
+        options: dict[str, Any] = {
+            "token_budget": token_budget,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+            "seed": seed,
+            "max_metric_calls": max_metric_calls,
+        }
+        out = RunDir(run_dir, overwrite=overwrite) if run_dir is not None else None
+        if out is not None:
+            options["run_dir"] = out.path
+            profile = getattr(schedule, "profile", None)
+            if callable(profile):
+                watchers.observers.append(ProfileRecorder(out, profile))
+        learner = learner_of(method, client, the_task.score, options)
+        context = start_object if start_object is not None else learner.initial_context(start_text)
+        with logging_to(out):
+            if preflight:
+                await client.preflight()
+            config = {
+                "task": getattr(the_task, "name", str(task)),
+                "method": learner.name,
+                "strategy": getattr(the_strategy, "name", type(the_strategy).__name__),
+                "batch_size": batch_size if isinstance(batch_size, int | str) else batch_label,
+                "effective_batch_size": batch_label,
+                "epochs": epochs,
+                "seed": seed,
+                "data": data,
+                "scorer": scorer,
+                "train_limit": train_limit,
+                "val_limit": val_limit,
+                "test_limit": test_limit,
+                "val_every": val_every,
+                "duplication": duplication,
+                "fan_in": fan_in,
+                "max_batch_size": max_batch_size,
+                "tau": tau,
+                "reprofile": reprofile,
+                **options,
+                "initial_context": _describe(initial_context),
+                "baseline": baseline,
+                "samples": {"train": len(train_set), "val": len(val_set), "test": len(test_set)},
+                "endpoint": dict(getattr(client, "settings", {})),
+                **(record or {}),
+            }
+            config.pop("run_dir", None)
+            if out is not None:
+                out.write_json("config.json", config)
+            watchers.on_run_start(config)
+            return await _run(
+                learner,
+                context,
+                (train_set, val_set, test_set),
+                strategy=the_strategy,
+                schedule=schedule,
+                executor=executor or AsyncioExecutor(),
+                watchers=watchers,
+                out=out,
+                config=LoopConfig(epochs=epochs, seed=seed, val_every=val_every),
+                baseline=baseline,
+                client=client,
+            )
+    finally:
+        if owned:
+            await client.aclose()
+
+
+async def _run(
+    learner: Learner[Any],
+    context: Any,
+    splits: tuple[list[Sample], list[Sample], list[Sample]],
+    *,
+    strategy: Strategy,
+    schedule: BatchSchedule,
+    executor: Executor,
+    watchers: ObserverGroup,
+    out: RunDir | None,
+    config: LoopConfig,
+    baseline: bool,
+    client: LLM,
+) -> TrainResult:
+    train_set, val_set, test_set = splits
+    summary: dict[str, Any] = {}
+    if baseline and test_set:
+        before = await _evaluate(learner, context, test_set, executor, watchers, "baseline test")
+        summary["baseline_test_accuracy"] = before.accuracy()
+    observer: LoopObserver = watchers
+    recorder: RunRecorder | None = None
+    if out is not None:
+        recorder = RunRecorder(
+            out, usage=client.usage, render=learner.render, stats=learner.stats, inner=watchers
+        )
+        observer = recorder
+    stem = Path(learner.context_file)
+    try:
+        outcome = await learner.fit(
+            context,
+            train_set,
+            val_set,
+            strategy=strategy,
+            schedule=schedule,
+            executor=executor,
+            observer=observer,
+            config=config,
+        )
+    except BaseException:
+        # Never lose finished work: the latest context is saved before the error surfaces.
+        if out is not None and recorder is not None and recorder.latest_context is not None:
+            out.write_text(learner.context_file, learner.render(recorder.latest_context))
+        raise
+    text = learner.render(outcome.best_context)
+    if out is not None:
+        out.write_text(learner.context_file, text)
+        out.write_text(f"{stem.stem}_last{stem.suffix}", learner.render(outcome.final_context))
+    started = time.perf_counter()
+    test = await _evaluate(learner, outcome.best_context, test_set, executor, watchers, "test")
+    summary.update(
+        {
+            "test_accuracy": test.accuracy() if test_set else None,
+            "test_samples": len(test_set),
+            "test_failed_samples": len(test.failures),
+            "test_seconds": round(time.perf_counter() - started, 3),
+            "best_val_accuracy": outcome.best_val_accuracy,
+            "train_seconds": round(outcome.train_seconds, 3),
+            "iterations": outcome.iterations,
+            "train_failed_samples": len(outcome.failures),
+            **learner.stats(outcome.best_context),
+            **learner.results(),
+            **usage_summary(client.usage()),
+        }
+    )
+    if getattr(schedule, "decisions", None):
+        summary["chosen_batch_size"] = getattr(schedule, "chosen", None)
+    if out is not None:
+        out.write_json(RESULTS_FILE, summary)
+    return TrainResult(
+        context=outcome.best_context,
+        final_context=outcome.final_context,
+        text=text,
+        summary=summary,
+        run_dir=None if out is None else out.path,
+        failures=list(outcome.failures),
+    )
+
+
+async def _evaluate(
+    learner: Learner[Any],
+    context: Any,
+    samples: Sequence[Sample],
+    executor: Executor,
+    watchers: ObserverGroup,
+    label: str,
+) -> Any:
+    watchers.on_evaluation_start(label, len(samples))
+    started = time.perf_counter()
+    result = await learner.evaluate(
+        context, samples, executor=executor, on_done=watchers.on_sample_done
+    )
+    watchers.on_evaluation_end(label, result, time.perf_counter() - started)
+    return result
+
+
+async def evaluate_async(
+    task: str | Task,
+    *,
+    context: Any = None,
+    method: Any = "ace",
+    llm: LLMArg = None,
+    split: str = "test",
+    limit: int | None = None,
+    executor: Executor | None = None,
+    observers: Sequence[LoopObserver] = (),
+    data: str | None = None,
+    scorer: str = "exact",
+    seed: int = 0,
+    max_tokens: int = 2048,
+    preflight: bool = True,
+) -> EvalResult:
+    """Score ``context`` (a file ``Path``, a text, a context object, or None for the method's
+    empty one) on a split of ``task``."""
+    if split not in ("train", "val", "test"):
+        raise ConfigError(f"must be train, val or test (got {split!r})", setting="split")
+    the_task = task_of(task, data=data, scorer=scorer, seed=seed)
+    samples = limited(getattr(the_task.load(), split), limit, "limit")
+    start_text, start_object = initial_text(context)
+    client, owned = llm_of(llm, seed=seed)
+    try:
+        learner = learner_of(method, client, the_task.score, {"max_tokens": max_tokens})
+        start = start_object if start_object is not None else learner.initial_context(start_text)
+        if preflight:
+            await client.preflight()
+        started = time.perf_counter()
+        evaluation = await _evaluate(
+            learner, start, samples, executor or AsyncioExecutor(), ObserverGroup(observers), split
+        )
+        return EvalResult(
+            task=getattr(the_task, "name", str(task)),
+            split=split,
+            evaluation=evaluation,
+            seconds=time.perf_counter() - started,
+            usage=usage_summary(client.usage()),
+        )
+    finally:
+        if owned:
+            await client.aclose()
+
+
+def train(task: str | Task, **settings: Any) -> TrainResult:
+    """:func:`train_async` for synchronous callers (see it for the settings)."""
+    return _run_sync(train_async(task, **settings))
+
+
+def evaluate(task: str | Task, **settings: Any) -> EvalResult:
+    """:func:`evaluate_async` for synchronous callers (see it for the settings)."""
+    return _run_sync(evaluate_async(task, **settings))
+
+
+def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    coro.close()
+    raise ConfigError(
+        "combee.train/evaluate were called inside a running event loop (a notebook, an async "
+        "app): use `await combee.train_async(...)` / `await combee.evaluate_async(...)` there"
+    )
+
+
+def _describe(initial_context: Any) -> str | None:
+    """How config.json names the start context: its file, or what kind of value it was."""
+    if initial_context is None:
+        return None
+    if isinstance(initial_context, os.PathLike):
+        return str(os.fspath(initial_context))
+    return f"<{type(initial_context).__name__}>"

@@ -1,0 +1,43 @@
+"""The ``combee`` Typer app and how a command's errors reach the user."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from combee.cli.flags import cli_message
+from combee.errors import CombeeError
+
+app = typer.Typer(
+    name="combee",
+    help="Scale prompt learning: parallel map, augmented shuffle, scan aggregation.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+err = Console(stderr=True)
+T = TypeVar("T")
+
+DEFAULT_MODEL = os.environ.get("COMBEE_MODEL", "local")
+
+
+def fail(message: str) -> typer.Exit:
+    """Print one error line; the caller raises the returned exit."""
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(1)
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a command; a user-caused error prints one line (flags, not parameters) and exits 1."""
+    try:
+        return asyncio.run(coro)
+    except CombeeError as error:
+        raise fail(cli_message(error)) from None
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted[/]: finished iterations are saved in the run directory")
+        raise typer.Exit(130) from None

@@ -1,0 +1,75 @@
+"""``combee eval``: score a saved playbook (or prompt) on a task split."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from combee.api import evaluate_async
+from combee.cli import options as opt
+from combee.cli.app import DEFAULT_MODEL, app, err, fail, run
+from combee.cli.progress import ConsoleProgress
+from combee.results import EvalResult
+
+
+@app.command("eval")
+def eval_command(
+    playbook: Annotated[
+        Path | None, typer.Option(help="Playbook file (gepa: prompt file; default: empty).")
+    ] = None,
+    task: opt.Task = "formula",
+    method: Annotated[str, typer.Option(help="ace | gepa | a registered method.")] = "ace",
+    split: Annotated[str, typer.Option(help="train | val | test.")] = "test",
+    limit: Annotated[int | None, typer.Option(help="First N samples.")] = None,
+    max_tokens: Annotated[int, typer.Option(help="Completion tokens per call.")] = 2048,
+    model: opt.Model = DEFAULT_MODEL,
+    base_url: opt.BaseUrl = None,
+    api_key_env: opt.ApiKeyEnv = "OPENAI_API_KEY",
+    json_mode: opt.JsonMode = "json_schema",
+    client: opt.Client = "openai",
+    concurrency: opt.Concurrency = 64,
+    timeout: opt.Timeout = 120.0,
+    max_retries: opt.MaxRetries = 4,
+    data: opt.Data = None,
+    scorer: opt.Scorer = "exact",
+    cache: opt.CachePath = None,
+    seed: opt.Seed = 0,
+    out: Annotated[
+        Path | None, typer.Option(help="Write predictions and accuracy as JSON.")
+    ] = None,
+) -> None:
+    """Evaluate a saved playbook on a task split."""
+    progress = ConsoleProgress(err)
+
+    async def evaluate() -> EvalResult:
+        llm = opt.endpoint(
+            model=model, base_url=base_url, api_key_env=api_key_env, json_mode=json_mode,
+            concurrency=concurrency, timeout=timeout, max_retries=max_retries, cache=cache,
+            seed=seed, client=client,
+        )  # fmt: skip
+        try:
+            return await evaluate_async(
+                task, context=playbook, method=method, llm=llm, split=split, limit=limit,
+                observers=[progress], data=data, scorer=scorer, seed=seed, max_tokens=max_tokens,
+            )  # fmt: skip
+        finally:
+            progress.close()
+
+    result = run(evaluate())
+    report = result.to_dict(predictions=out is not None)
+    report["playbook"] = str(playbook) if playbook else None
+    if out is not None:
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        except OSError as error:
+            raise fail(f"--out {out}: cannot write the report: {error.strerror}") from None
+    Console().print(
+        f"accuracy {result.accuracy:.4f} on {result.evaluation.samples} {split} samples "
+        f"({len(result.evaluation.failures)} failed) in {result.seconds:.3f}s",
+        highlight=False,
+    )

@@ -1,0 +1,83 @@
+"""Options several commands share, and the endpoint they describe."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from combee.llm.connect import Endpoint
+
+Model = Annotated[
+    str,
+    typer.Option(
+        envvar="COMBEE_MODEL",
+        help="Model name at the endpoint, or local[:qwen2.5-1.5b|smollm2|PATH.gguf] for the "
+        "embedded model.",
+    ),
+]
+BaseUrl = Annotated[
+    str | None,
+    typer.Option(
+        envvar="COMBEE_BASE_URL",
+        help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (default: OpenAI's).",
+    ),
+]
+ApiKeyEnv = Annotated[
+    str, typer.Option(help="Name of the environment variable holding the API key.")
+]
+JsonMode = Annotated[
+    str,
+    typer.Option(
+        help="How schemas reach the server: json_schema | json_object_schema (llama.cpp) | "
+        "json_object | none.",
+    ),
+]
+Client = Annotated[
+    str, typer.Option(help="HTTP client: openai (the SDK) | lean (same wire format, less CPU).")
+]
+Concurrency = Annotated[int, typer.Option(help="Most LLM calls in flight at once.")]
+Timeout = Annotated[float, typer.Option(help="Seconds per LLM call attempt.")]
+MaxRetries = Annotated[int, typer.Option(help="Retries per call on 429/5xx/timeouts.")]
+Seed = Annotated[int, typer.Option(help="Seed of every shuffle, split and sampling choice.")]
+Task = Annotated[
+    str, typer.Option(help="formula | finer | jsonl (with --data) | jsonl:PATH | a plugin's.")
+]
+Data = Annotated[str | None, typer.Option(help="JSONL file for --task jsonl.")]
+Scorer = Annotated[str, typer.Option(help="jsonl scorer: exact | numeric | contains.")]
+CachePath = Annotated[Path | None, typer.Option(help="SQLite response cache.")]
+
+
+def endpoint(
+    *,
+    model: str,
+    base_url: str | None,
+    api_key_env: str,
+    json_mode: str,
+    concurrency: int,
+    timeout: float,
+    max_retries: int,
+    cache: Path | None,
+    seed: int,
+    client: str = "openai",
+    price_prompt: float | None = None,
+    price_completion: float | None = None,
+) -> Endpoint:
+    """The endpoint the flags describe; the run connects to it once every setting is checked."""
+    prices = None
+    if price_prompt is not None or price_completion is not None:
+        prices = (price_prompt or 0.0, price_completion or 0.0)
+    return Endpoint(
+        model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        client=client,
+        json_mode=json_mode,
+        concurrency=concurrency,
+        max_retries=max_retries,
+        timeout_s=timeout,
+        cache=cache,
+        prices=prices,
+        seed=seed,
+    )

@@ -1,0 +1,113 @@
+"""Where the map step runs: the rollouts (and reflections) of a batch, and evaluations.
+
+An :class:`Executor` takes a method, a frozen context and samples, and returns one
+:class:`MapOutcome` per sample, in order. :class:`AsyncioExecutor`, the default, runs them as
+concurrent tasks on the running event loop (the LLM client bounds how many calls are in
+flight). An executor that runs rollouts elsewhere (a process pool, a cluster) implements the
+same one method, usually by calling :func:`map_sample` where the work lands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from combee.core.types import Reflection, Trajectory
+from combee.errors import LLMCallError
+from combee.tasks.base import Sample, Score
+
+
+@dataclass(frozen=True)
+class SampleFailure:
+    """A sample whose call failed for good; it is skipped, the rest go on."""
+
+    sample_id: str
+    stage: str
+    error: str
+    score: Score | None = None
+    """What an empty answer scores, so the sample still counts (as wrong) in an accuracy."""
+
+
+@dataclass(frozen=True)
+class MapOutcome:
+    """What the map step made of one sample: its trajectory (when the rollout worked), its
+    reflection (when asked for and it worked), or the failure that stopped it."""
+
+    sample: Sample
+    trajectory: Trajectory | None = None
+    reflection: Reflection | None = None
+    failure: SampleFailure | None = None
+
+
+class Rollouts(Protocol):
+    """The part of a method the map step needs (``reflect`` only when reflections are asked)."""
+
+    async def rollout(self, context: Any, sample: Sample) -> Trajectory: ...
+
+    async def reflect(self, context: Any, trajectory: Trajectory) -> Reflection: ...
+
+
+class Executor(Protocol):
+    """Runs the map step of a batch: ``rollout`` (and ``reflect`` when ``reflect`` is true) of
+    every sample against the same ``context``. ``score`` scores an empty answer for a failed
+    rollout; ``on_done`` is called once per finished sample (progress display)."""
+
+    async def map(
+        self,
+        method: Rollouts,
+        context: Any,
+        samples: Sequence[Sample],
+        *,
+        reflect: bool,
+        score: Callable[[str, Sample], Score] | None = None,
+        on_done: Callable[[], None] | None = None,
+    ) -> list[MapOutcome]: ...
+
+
+async def map_sample(
+    method: Rollouts,
+    context: Any,
+    sample: Sample,
+    *,
+    reflect: bool,
+    score: Callable[[str, Sample], Score] | None = None,
+) -> MapOutcome:
+    """One sample's map step; a call that failed for good becomes the outcome's failure."""
+    stage = "generate"
+    trajectory = None
+    try:
+        trajectory = await method.rollout(context, sample)
+        if not reflect:
+            return MapOutcome(sample, trajectory)
+        stage = "reflect"
+        return MapOutcome(sample, trajectory, await method.reflect(context, trajectory))
+    except LLMCallError as error:
+        empty = score("", sample) if score is not None and trajectory is None else None
+        return MapOutcome(
+            sample, trajectory, failure=SampleFailure(sample.id, stage, str(error), empty)
+        )
+
+
+class AsyncioExecutor:
+    """Every sample as a task on the running event loop, all at once."""
+
+    async def map(
+        self,
+        method: Rollouts,
+        context: Any,
+        samples: Sequence[Sample],
+        *,
+        reflect: bool,
+        score: Callable[[str, Sample], Score] | None = None,
+        on_done: Callable[[], None] | None = None,
+    ) -> list[MapOutcome]:
+        async def one(sample: Sample) -> MapOutcome:
+            try:
+                return await map_sample(method, context, sample, reflect=reflect, score=score)
+            finally:
+                if on_done is not None:
+                    on_done()
+
+        return list(await asyncio.gather(*(one(sample) for sample in samples)))

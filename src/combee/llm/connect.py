@@ -1,0 +1,205 @@
+"""``connect(...)``: the one place that turns settings into an :class:`LLM` client.
+
+Everything that needs a model (training, evaluation, the benchmark, the DSPy proposer, the CLI)
+goes through here, so a setting means the same thing everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from combee.errors import ConfigError
+from combee.llm.accounting import Prices
+from combee.llm.cache import ResponseCache
+from combee.llm.client import LLM
+from combee.llm.types import Backend, JsonMode
+
+JSON_MODES: tuple[JsonMode, ...] = ("json_schema", "json_object_schema", "json_object", "none")
+ClientName = Literal["openai", "lean"]
+CLIENTS: tuple[ClientName, ...] = ("openai", "lean")
+DEFAULT_MODEL = "local"
+"""The embedded local model (see :mod:`combee.llm.local_models`)."""
+
+
+def is_local(model: str) -> bool:
+    """Whether ``model`` names the embedded model (``local`` or ``local:...``)."""
+    return model == "local" or model.startswith("local:")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where and how to reach a model, checked but not connected yet.
+
+    Pass it as ``llm=`` to :func:`combee.train` or :func:`combee.evaluate` (the run connects,
+    and closes the client when it ends: the right choice in synchronous code), or call
+    :meth:`connect` for a client of your own. The fields are those of :func:`connect`.
+    """
+
+    model: str = DEFAULT_MODEL
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    client: str = "openai"
+    json_mode: str = "json_schema"
+    concurrency: int = 64
+    max_retries: int = 4
+    timeout_s: float = 120.0
+    cache: str | os.PathLike[str] | ResponseCache | None = None
+    prices: Prices | tuple[float, float] | None = None
+    seed: int | None = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, str) or not self.model:
+            raise ConfigError(
+                f"must name a model at the endpoint, or local (got {self.model!r})",
+                setting="model",
+            )
+        if self.client not in CLIENTS:
+            raise ConfigError(
+                f"{self.client!r} is not one of {', '.join(CLIENTS)}", setting="client"
+            )
+        if is_local(self.model) and self.client == "lean":
+            raise ConfigError(
+                "'lean' talks HTTP; the embedded local model needs no client", setting="client"
+            )
+        _json_mode(self.json_mode)
+        _check_limits(self.concurrency, self.max_retries, self.timeout_s)
+        _prices(self.prices)
+
+    def connect(self) -> LLM:
+        """A new client for this endpoint; close it with ``await llm.aclose()``."""
+        mode = _json_mode(self.json_mode)
+        backend = _backend(self, mode)
+        llm = LLM(
+            backend,
+            concurrency=self.concurrency,
+            max_retries=self.max_retries,
+            timeout_s=self.timeout_s,
+            cache=_cache(self.cache),
+            # The embedded model takes the schema as a grammar; it also reads it in the prompt.
+            json_mode="json_object_schema" if is_local(self.model) else mode,
+            prices=_prices(self.prices),
+            seed=self.seed,
+        )
+        llm.settings["client"] = "embedded" if is_local(self.model) else self.client
+        llm.settings["api_key_env"] = None if is_local(self.model) else self.api_key_env
+        return llm
+
+
+def connect(
+    model: str = DEFAULT_MODEL,
+    *,
+    base_url: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    client: str = "openai",
+    json_mode: str = "json_schema",
+    concurrency: int = 64,
+    max_retries: int = 4,
+    timeout_s: float = 120.0,
+    cache: str | os.PathLike[str] | ResponseCache | None = None,
+    prices: Prices | tuple[float, float] | None = None,
+    seed: int | None = 0,
+) -> LLM:
+    """An LLM client for ``model``.
+
+    ``model`` is a model name at an OpenAI-compatible endpoint (``base_url``; the key is read
+    from the environment variable ``api_key_env``, and a loopback URL needs none), or
+    ``local[:qwen2.5-1.5b|smollm2|PATH.gguf]`` for the embedded llama.cpp model. ``client`` picks
+    the HTTP client (``openai``: the SDK; ``lean``: the same wire format, less CPU per call).
+    ``json_mode`` says how each role's schema reaches the server (``json_schema``,
+    ``json_object_schema`` for llama.cpp's server, ``json_object``, ``none``). ``cache`` is a
+    SQLite response cache (a path, or an open :class:`ResponseCache`). ``prices`` are USD per
+    million prompt and completion tokens. ``seed`` is sent with every request. The client is
+    bound to the event loop it first runs on; close it with ``await llm.aclose()``.
+    """
+    return Endpoint(
+        model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        client=client,
+        json_mode=json_mode,
+        concurrency=concurrency,
+        max_retries=max_retries,
+        timeout_s=timeout_s,
+        cache=cache,
+        prices=prices,
+        seed=seed,
+    ).connect()
+
+
+def _json_mode(value: str) -> JsonMode:
+    for mode in JSON_MODES:
+        if value == mode:
+            return mode
+    raise ConfigError(f"{value!r} is not one of {', '.join(JSON_MODES)}", setting="json_mode")
+
+
+def _check_limits(concurrency: int, max_retries: int, timeout_s: float) -> None:
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ConfigError(
+            f"must be a whole number of at least 1 (got {concurrency!r})", setting="concurrency"
+        )
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise ConfigError(
+            f"must be a whole number, 0 or more (got {max_retries!r})", setting="max_retries"
+        )
+    if not math.isfinite(timeout_s) or timeout_s <= 0:
+        raise ConfigError(
+            f"must be a positive number of seconds (got {timeout_s!r})", setting="timeout_s"
+        )
+
+
+def _prices(prices: Prices | tuple[float, float] | None) -> Prices | None:
+    if prices is None:
+        return None
+    price = prices if isinstance(prices, Prices) else Prices(*prices)
+    for name, value in (
+        ("prompt", price.prompt_per_mtok),
+        ("completion", price.completion_per_mtok),
+    ):
+        if not math.isfinite(value) or value < 0:
+            raise ConfigError(
+                f"{name} price must be a finite number, 0 or more (got {value!r})",
+                setting="prices",
+            )
+    return price
+
+
+def _cache(cache: str | os.PathLike[str] | ResponseCache | None) -> ResponseCache | None:
+    if cache is None or isinstance(cache, ResponseCache):
+        return cache
+    path = Path(cache)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot create its folder: {error}", setting="cache") from None
+    return ResponseCache(path)
+
+
+def _backend(endpoint: Endpoint, json_mode: JsonMode) -> Backend:
+    if is_local(endpoint.model):
+        from combee.llm.local_backend import LocalBackend
+        from combee.llm.local_models import resolve_local_model
+
+        return LocalBackend(str(resolve_local_model(endpoint.model)), seed=endpoint.seed or 0)
+    if endpoint.client == "lean":
+        from combee.llm.lean_backend import LeanBackend
+
+        return LeanBackend(
+            model=endpoint.model,
+            base_url=endpoint.base_url,
+            api_key_env=endpoint.api_key_env,
+            json_mode=json_mode,
+        )
+    from combee.llm.openai_backend import OpenAIBackend
+
+    return OpenAIBackend(
+        model=endpoint.model,
+        base_url=endpoint.base_url,
+        api_key_env=endpoint.api_key_env,
+        json_mode=json_mode,
+        timeout_s=endpoint.timeout_s,
+    )

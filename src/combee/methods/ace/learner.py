@@ -1,0 +1,66 @@
+"""ACE as the run engine drives it: a playbook trained by Combee's loop."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from combee.core.learner import LoopLearner
+from combee.errors import ConfigError
+from combee.llm.types import ChatModel
+from combee.methods.ace.method import AceMethod
+from combee.methods.ace.playbook import Playbook
+from combee.tasks.base import Sample, Score
+
+
+class AceLearner(LoopLearner[Playbook]):
+    """:class:`AceMethod` with its playbook's text form and size figures."""
+
+    context_file = "playbook.txt"
+
+    def __init__(self, method: AceMethod) -> None:
+        super().__init__(
+            method,
+            method.score,
+            initial=Playbook(),
+            parse=_parse,
+            render=lambda playbook: playbook.render(),
+            stats=self._playbook_stats,
+            name="ace",
+        )
+        self.ace = method
+
+    def _playbook_stats(self, playbook: Playbook) -> Mapping[str, Any]:
+        stats: dict[str, Any] = {
+            "playbook_bullets": len(playbook),
+            "playbook_tokens": playbook.token_count(),
+        }
+        applied = self.ace.last_apply
+        if applied is not None:
+            stats["ops_applied"] = len(applied.applied)
+            stats["ops_rejected"] = len(applied.rejected)
+            stats["bullets_evicted"] = len(applied.evicted)
+        return stats
+
+
+def _parse(text: str) -> Playbook:
+    try:
+        return Playbook.parse(text)
+    except ValueError as error:
+        raise ConfigError(f"is not a valid playbook: {error}", setting="initial_context") from None
+
+
+def ace_learner(
+    llm: ChatModel,
+    score: Callable[[str, Sample], Score],
+    *,
+    token_budget: int | None = 8000,
+    temperature: float = 0.0,
+    max_tokens: int = 2048,
+) -> AceLearner:
+    """The registered ``ace`` method."""
+    return AceLearner(
+        AceMethod(
+            llm, score, token_budget=token_budget, temperature=temperature, max_tokens=max_tokens
+        )
+    )

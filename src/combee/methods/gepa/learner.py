@@ -1,0 +1,247 @@
+"""GEPA as the run engine drives it: a system prompt optimised by ``gepa.optimize``.
+
+The run's strategy aggregates GEPA's reflection (``sequential``: gepa's own stock reflection
+step at minibatch 1, GEPA as published; any other strategy: :class:`CombeeReflection` over the
+strategy's reduce), the run's batch schedule sets each iteration's minibatch size (so
+``batch_size="auto"`` is the same controller as for ACE), and the run's executor runs the
+rollouts. gepa's own checkpoint goes to ``RUN_DIR/gepa_state`` and its result to
+``RUN_DIR/gepa_result.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from gepa.api import optimize
+from gepa.core.adapter import GEPAAdapter
+from gepa.core.callbacks import GEPACallback
+from gepa.core.result import GEPAResult
+from gepa.core.state import GEPAState
+
+from combee.core.evaluate import Evaluation, evaluate
+from combee.core.executor import Executor
+from combee.core.loop import BatchSchedule, LoopConfig, LoopObserver, TrainResult
+from combee.core.types import Strategy
+from combee.errors import ConfigError
+from combee.llm.client import LLM
+from combee.methods.ace.playbook import count_tokens
+from combee.methods.gepa.adapter import COMPONENT, DEFAULT_SEED_PROMPT, Attempt, TaskAdapter
+from combee.methods.gepa.batching import IterationClock
+from combee.methods.gepa.reflection import CombeeReflection
+from combee.methods.gepa.runner import LoopRunner
+from combee.methods.gepa.sampler import ResizableBatchSampler
+from combee.methods.gepa.stock import StockReflectionLM
+from combee.tasks.base import Sample, Score
+
+log = logging.getLogger("combee.gepa")
+
+GEPA_STATE_DIR = "gepa_state"
+
+
+class _GepaLog:
+    """gepa's logger protocol, into Combee's log (the run directory's run.log)."""
+
+    def log(self, message: str) -> None:
+        log.info("%s", message)
+
+
+class _StopFlag:
+    """A gepa stopper that a cancelled run sets, so the engine thread ends soon."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+
+    def __call__(self, gepa_state: GEPAState[Any, Any]) -> bool:
+        return self.event.is_set()
+
+
+class GepaLearner:
+    """The registered ``gepa`` method (see the module)."""
+
+    name = "gepa"
+    context_file = "prompt.txt"
+
+    def __init__(
+        self,
+        llm: LLM,
+        score: Callable[[str, Sample], Score],
+        *,
+        max_metric_calls: int = 200,
+        temperature: float = 0.0,
+        max_tokens: int = 2048,
+        seed: int = 0,
+        run_dir: Path | None = None,
+    ) -> None:
+        if max_metric_calls < 1:
+            raise ConfigError(
+                f"must be at least 1 (got {max_metric_calls})", setting="max_metric_calls"
+            )
+        self.llm = llm
+        self.score = score
+        self.max_metric_calls = max_metric_calls
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.seed = seed
+        self.run_dir = run_dir
+        self._results: dict[str, Any] = {}
+
+    def initial_context(self, text: str | None) -> str:
+        if text is None:
+            return DEFAULT_SEED_PROMPT
+        if not text.strip():
+            raise ConfigError("is empty: give the seed system prompt", setting="initial_context")
+        return text.strip()
+
+    def render(self, context: str) -> str:
+        return context.rstrip("\n") + "\n"
+
+    def stats(self, context: str) -> Mapping[str, Any]:
+        return {"prompt_tokens": count_tokens(context)}
+
+    def results(self) -> Mapping[str, Any]:
+        return dict(self._results)
+
+    def _adapter(
+        self, runner: LoopRunner, executor: Executor, validation: Sequence[Sample]
+    ) -> TaskAdapter:
+        return TaskAdapter(
+            self.llm,
+            runner,
+            self.score,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            executor=executor,
+            validation=validation,
+        )
+
+    async def evaluate(
+        self,
+        context: str,
+        samples: Sequence[Sample],
+        *,
+        executor: Executor,
+        on_done: Callable[[], None] | None = None,
+    ) -> Evaluation:
+        adapter = self._adapter(LoopRunner(asyncio.get_running_loop()), executor, ())
+        return await evaluate(
+            adapter.generator,
+            context,
+            samples,
+            score=self.score,
+            on_done=on_done,
+            executor=executor,
+        )
+
+    async def fit(
+        self,
+        context: str,
+        train_samples: Sequence[Sample],
+        val_samples: Sequence[Sample],
+        *,
+        strategy: Strategy,
+        schedule: BatchSchedule,
+        executor: Executor,
+        observer: LoopObserver,
+        config: LoopConfig,
+    ) -> TrainResult[str]:
+        runner = LoopRunner(asyncio.get_running_loop())
+        # Without validation samples gepa validates on the training set; distinct objects let the
+        # adapter tell a validation pass from a minibatch by identity.
+        valset = list(val_samples) or [dataclasses.replace(s) for s in train_samples]
+        adapter = self._adapter(runner, executor, valset)
+        stock = strategy.batch_size(2) == 1
+        reflection: CombeeReflection | None = None
+        if not stock:
+            reflection = CombeeReflection(
+                self.llm, runner, strategy, seed=self.seed, temperature=self.temperature
+            )
+        sampler = ResizableBatchSampler(1, seed=self.seed)
+        clock = IterationClock(
+            sampler,
+            schedule,
+            train_size=len(train_samples),
+            validation_seconds=lambda: adapter.validation_seconds,
+            observer=observer,
+        )
+        stop = _StopFlag()
+        state_dir = None if self.run_dir is None else str(self.run_dir / GEPA_STATE_DIR)
+
+        def run_gepa() -> GEPAResult[str, int]:
+            return optimize(
+                seed_candidate={COMPONENT: context},
+                trainset=list(train_samples),
+                valset=valset,
+                adapter=cast("GEPAAdapter[Sample, Attempt, str]", adapter),
+                reflection_lm=StockReflectionLM(
+                    self.llm, runner, temperature=self.temperature, max_tokens=4096
+                )
+                if stock
+                else None,
+                reflection_strategy=reflection,
+                batch_sampler=sampler,
+                reflection_minibatch_size=None,
+                max_metric_calls=self.max_metric_calls,
+                stop_callbacks=[stop],
+                callbacks=cast("list[GEPACallback]", [clock]),
+                logger=_GepaLog(),
+                run_dir=state_dir,
+                seed=self.seed,
+            )
+
+        started = time.perf_counter()
+        try:
+            result = await asyncio.to_thread(run_gepa)
+        except BaseException:
+            stop.event.set()
+            raise
+        train_seconds = time.perf_counter() - started
+        best = str(result.candidates[result.best_idx][COMPONENT])
+        if self.run_dir is not None:
+            (self.run_dir / "gepa_result.json").write_text(
+                json.dumps(result.to_dict(), indent=2, default=str) + "\n", encoding="utf-8"
+            )
+        self._results = {
+            "seed_val_accuracy": result.val_aggregate_scores[0],
+            "candidates": result.num_candidates,
+            "best_candidate": result.best_idx,
+            "metric_calls": result.total_metric_calls,
+            "validation_seconds": round(adapter.validation_seconds, 3),
+            "reflection": "gepa stock" if reflection is None else vars(reflection.usage),
+        }
+        return TrainResult(
+            final_context=best,
+            best_context=best,
+            best_val_accuracy=result.val_aggregate_scores[result.best_idx],
+            iterations=len(clock.timings),
+            train_seconds=train_seconds,
+        )
+
+
+def gepa_learner(
+    llm: LLM,
+    score: Callable[[str, Sample], Score],
+    *,
+    max_metric_calls: int = 200,
+    temperature: float = 0.0,
+    max_tokens: int = 2048,
+    seed: int = 0,
+    run_dir: Path | None = None,
+) -> GepaLearner:
+    """The registered ``gepa`` method."""
+    return GepaLearner(
+        llm,
+        score,
+        max_metric_calls=max_metric_calls,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        seed=seed,
+        run_dir=run_dir,
+    )

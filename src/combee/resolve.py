@@ -1,0 +1,166 @@
+"""Turn what a caller passed to :func:`combee.train` (names or objects) into the objects a run
+needs, checking every setting before anything is created on disk or on the network."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from combee.core.controller import AutoBatchSize, BatchDecision
+from combee.core.learner import Learner, LoopLearner
+from combee.core.loop import BatchSchedule, FixedBatchSize
+from combee.core.types import Strategy
+from combee.errors import ConfigError
+from combee.llm.client import LLM
+from combee.llm.connect import Endpoint
+from combee.methods.registry import METHODS
+from combee.plugins import call_with_accepted
+from combee.strategies.registry import STRATEGIES
+from combee.tasks.base import Sample, Score, Task
+from combee.tasks.registry import get_task
+
+AUTO = "auto"
+
+
+def whole(value: Any, setting: str, *, least: int) -> int:
+    """``value`` as an int of at least ``least``, or ConfigError naming ``setting``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ConfigError(
+            f"must be a whole number of at least {least} (got {value!r})", setting=setting
+        )
+    return value
+
+
+def finite(value: Any, setting: str, *, least: float | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"must be a finite number (got {value!r})", setting=setting)
+    if least is not None and value < least:
+        raise ConfigError(f"must be at least {least} (got {value!r})", setting=setting)
+    return float(value)
+
+
+def task_of(task: str | Task, *, data: str | None, scorer: str, seed: int) -> Task:
+    if isinstance(task, str):
+        return get_task(task, data=data, scorer=scorer, seed=seed)
+    if not (hasattr(task, "load") and hasattr(task, "score")):
+        raise ConfigError(
+            f"must be a task name or an object with load() and score() (got {task!r})",
+            setting="task",
+        )
+    return task
+
+
+def strategy_of(strategy: str | Strategy, *, duplication: int, fan_in: int, seed: int) -> Strategy:
+    if isinstance(strategy, str):
+        return STRATEGIES.create(strategy, p=duplication, fan_in=fan_in, seed=seed)
+    if not (hasattr(strategy, "reduce") and hasattr(strategy, "batch_size")):
+        raise ConfigError(
+            f"must be a strategy name or an object with batch_size() and reduce() "
+            f"(got {strategy!r})",
+            setting="strategy",
+        )
+    return strategy
+
+
+LLMArg = LLM | Endpoint | str | None
+
+
+def llm_of(llm: LLMArg, *, seed: int) -> tuple[LLM, bool]:
+    """The client, and whether this run made it (and so must close it). An :class:`Endpoint`
+    or a model name is connected only now, after every other setting has been checked."""
+    if llm is None or isinstance(llm, str):
+        return Endpoint(llm or "local", seed=seed).connect(), True
+    if isinstance(llm, Endpoint):
+        return llm.connect(), True
+    if not hasattr(llm, "complete_json"):
+        raise ConfigError(
+            f"must be a model name, a combee.llm.Endpoint or a client from combee.llm.connect "
+            f"(got {llm!r})",
+            setting="llm",
+        )
+    return llm, False
+
+
+def learner_of(
+    method: Any, llm: LLM, score: Callable[[str, Sample], Score], options: dict[str, Any]
+) -> Learner[Any]:
+    """A registered method by name, a :class:`Learner`, or a bare ``Method`` (Combee's loop)."""
+    if isinstance(method, str):
+        return call_with_accepted(METHODS.factory(method), options, llm, score)
+    if hasattr(method, "fit") and hasattr(method, "initial_context"):
+        learner: Learner[Any] = method
+        return learner
+    needed = ("rollout", "reflect", "curate", "merge", "tally", "apply")
+    missing = [name for name in needed if not hasattr(method, name)]
+    if missing:
+        raise ConfigError(
+            f"must be a method name, a Learner, or an object with {', '.join(needed)} "
+            f"({type(method).__name__} lacks {', '.join(missing)})",
+            setting="method",
+        )
+    return LoopLearner(method, score, name=type(method).__name__)
+
+
+def schedule_of(
+    batch_size: int | str | BatchSchedule,
+    strategy: Strategy,
+    *,
+    max_batch_size: int,
+    tau: float,
+    reprofile: bool,
+    on_decision: Callable[[BatchDecision], None],
+) -> tuple[BatchSchedule, int | str]:
+    """The batch schedule and its label for config.json (a size, ``auto`` or the class name)."""
+    if isinstance(batch_size, str):
+        if batch_size.strip().lower() != AUTO:
+            raise ConfigError(
+                f"{batch_size!r}: give a whole number or 'auto'", setting="batch_size"
+            )
+        if strategy.batch_size(2) == 1:
+            raise ConfigError(
+                f"auto needs a strategy that batches; {getattr(strategy, 'name', strategy)!r} "
+                "always runs at 1",
+                setting="batch_size",
+            )
+        controller = AutoBatchSize(
+            tau=finite(tau, "tau"),
+            max_batch_size=whole(max_batch_size, "max_batch_size", least=1),
+            reprofile=reprofile,
+            on_decision=on_decision,
+        )
+        return controller, AUTO
+    if isinstance(batch_size, int) and not isinstance(batch_size, bool):
+        size = strategy.batch_size(whole(batch_size, "batch_size", least=1))
+        return FixedBatchSize(size), size
+    if hasattr(batch_size, "next_size") and hasattr(batch_size, "record"):
+        return batch_size, type(batch_size).__name__
+    raise ConfigError(
+        f"must be a whole number, 'auto' or a BatchSchedule (got {batch_size!r})",
+        setting="batch_size",
+    )
+
+
+def limited(samples: Sequence[Sample], limit: int | None, setting: str) -> list[Sample]:
+    if limit is None:
+        return list(samples)
+    return list(samples[: whole(limit, setting, least=0)])
+
+
+def initial_text(initial_context: Any) -> tuple[str | None, Any]:
+    """``(text, None)`` for a file or text to parse, ``(None, object)`` for a context object."""
+    if initial_context is None:
+        return None, None
+    if isinstance(initial_context, Path | os.PathLike):
+        path = Path(initial_context)
+        try:
+            return path.read_text(encoding="utf-8"), None
+        except OSError as error:
+            raise ConfigError(
+                f"{path}: cannot be read: {error.strerror}", setting="initial_context"
+            ) from None
+    if isinstance(initial_context, str):
+        return initial_context, None
+    return None, initial_context
