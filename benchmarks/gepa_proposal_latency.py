@@ -17,10 +17,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from combee.llm import LLM, OpenAIBackend
+from combee.llm import connect
 from combee.methods.gepa import CombeeReflection, LoopRunner
 from combee.sim import SimConfig, serve_in_thread
 from combee.sim.gepa_script import gepa_responder
+from combee.strategies import CombeeStrategy
 
 
 def records(n: int, offset: int) -> list[dict[str, Any]]:
@@ -53,8 +54,8 @@ def main() -> None:
         runner = LoopRunner()
 
         def strategy(concurrency: int) -> CombeeReflection:
-            backend = OpenAIBackend(model="sim", base_url=server.base_url)
-            made = CombeeReflection(LLM(backend, concurrency=concurrency), runner, seed=0)
+            llm = connect("sim", base_url=server.base_url, concurrency=concurrency)
+            made = CombeeReflection(llm, runner, CombeeStrategy(p=2, seed=0), seed=0)
             # Warm up: the first requests pay for connections and the SDK's lazy imports.
             made.reflect_many(
                 [

@@ -11,6 +11,7 @@ from pathlib import Path
 from combee.sim import RequestRecord, SimConfig, peak_concurrency, serve_in_thread
 from combee.sim.gepa_script import gepa_responder
 from tests.cli_helpers import run_combee
+from tests.test_gepa_optimize import learnable, write_jsonl
 
 EXAMPLE = re.compile(r"^### Example \d+\n", re.MULTILINE)
 
@@ -57,3 +58,40 @@ def test_each_proposal_is_four_concurrent_calls_then_one_merge(tmp_path: Path) -
         "gepa_proposal" if "gepa_proposal" in results["llm_calls"] else "proposal"
     ] == 4 * len(merges)
     assert (out / "prompt.txt").read_text().strip()
+
+
+def test_auto_batch_size_profiles_then_runs_gepa_at_the_chosen_size(tmp_path: Path) -> None:
+    out = tmp_path / "auto"
+    data = tmp_path / "learnable.jsonl"
+    write_jsonl(data, learnable(60))
+    with serve_in_thread(gepa_responder, SimConfig(ttft_s=0.05)) as server:
+        result = run_combee(
+            "train", "--method", "gepa", "--task", "jsonl", "--data", str(data),
+            "--strategy", "combee", "--batch-size", "auto", "--max-batch-size", "8",
+            "--train-limit", "32", "--val-limit", "4", "--test-limit", "4",
+            "--max-metric-calls", "400", "--model", "sim", "--base-url", server.base_url,
+            "--out", str(out),
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    profile = json.loads((out / "batch_profile.json").read_text())
+    decision = profile["decisions"][0]
+    rungs = [m["batch_size"] for m in decision["measurements"]]
+    assert rungs == [2, 4, 8]  # the cap halved twice
+    assert all(m["t_iter_s"] > 0 for m in decision["measurements"])
+    chosen = profile["chosen"]
+    assert 2 <= chosen <= 8 and f"chose {chosen}" in profile["why"]
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    sizes = [m["batch_size"] for m in metrics]
+    assert sizes[:3] == rungs
+    assert len(sizes) > 3 and set(sizes[3:]) == {chosen}
+    # The profile measured the iterations without their validation passes, which only accepted
+    # candidates have.
+    for row, measured in zip(metrics[:3], decision["measurements"], strict=True):
+        assert abs(row["wall_s"] - measured["t_iter_s"]) < 1e-3
+    accepted = [m for m in metrics if m["accepted"]]
+    assert accepted and all(m["validation_s"] > 0 for m in accepted)
+    assert all(m["validation_s"] == 0 for m in metrics if not m["accepted"])
+    config = json.loads((out / "config.json").read_text())
+    assert config["method"] == "gepa" and config["effective_batch_size"] == "auto"
+    results = json.loads((out / "final_results.json").read_text())
+    assert results["chosen_batch_size"] == chosen

@@ -48,7 +48,7 @@ def test_perfect_parallelism_goes_to_the_cap() -> None:
     )
     assert decision.fit is not None and decision.fit.alpha == pytest.approx(1.0, abs=0.05)
     assert decision.chosen == 64
-    assert "capped by --max-batch-size 64" in decision.why
+    assert "capped by max_batch_size=64" in decision.why
 
 
 def test_choice_is_alpha_over_tau() -> None:

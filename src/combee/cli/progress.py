@@ -95,7 +95,7 @@ class ConsoleProgress(LoopObserver):
         levels = "+".join(str(len(level)) for level in report.trace.levels) or "0"
         val = "" if report.val_accuracy is None else f"  val {report.val_accuracy:.3f}"
         failed = f"  [yellow]{len(report.failures)} failed[/]" if report.failures else ""
-        extra = "".join(f"  {k} {v}" for k, v in report.extra.items())
+        extra = "".join(f"  {k}={v}" for k, v in report.extra.items())
         self.console.print(
             f"iter {report.iteration:>3}  batch {report.batch_size:>3}  {report.wall_s:6.1f}s  "
             f"train {correct}/{len(report.trajectories)}  reduce calls {levels}{val}{failed}"

@@ -131,9 +131,9 @@ def choose_batch_size(
     ``max_batch_size`` nor the epoch.
     """
     if tau <= 0:
-        raise ConfigError(f"--tau must be positive (got {tau})")
+        raise ConfigError(f"must be positive (got {tau})", setting="tau")
     if max_batch_size < 1:
-        raise ConfigError(f"--max-batch-size must be at least 1 (got {max_batch_size})")
+        raise ConfigError(f"must be at least 1 (got {max_batch_size})", setting="max_batch_size")
     if not measured:
         raise ValueError("no measurements to decide from")
     measurements = [Measurement(b, t, epoch_time(t, b, epoch_samples)) for b, t in sorted(measured)]
@@ -173,7 +173,7 @@ def choose_batch_size(
     )
     if chosen == ceiling and knee > ceiling:
         limit = (
-            f"--max-batch-size {max_batch_size}"
+            f"max_batch_size={max_batch_size}"
             if max_batch_size <= epoch_samples
             else f"the epoch size {epoch_samples}"
         )
@@ -207,13 +207,17 @@ class AutoBatchSize:
 
     def __post_init__(self) -> None:
         if self.tau <= 0:
-            raise ConfigError(f"--tau must be positive (got {self.tau})")
+            raise ConfigError(f"must be positive (got {self.tau})", setting="tau")
         if self.max_batch_size < 1:
-            raise ConfigError(f"--max-batch-size must be at least 1 (got {self.max_batch_size})")
+            raise ConfigError(
+                f"must be at least 1 (got {self.max_batch_size})", setting="max_batch_size"
+            )
         if self.rungs < 1:
-            raise ConfigError(f"the profile needs at least one rung (got {self.rungs})")
+            raise ConfigError(f"must be at least 1 (got {self.rungs})", setting="rungs")
         if not 0 < self.profile_share <= 1:
-            raise ConfigError(f"profile_share must be within (0, 1] ({self.profile_share})")
+            raise ConfigError(
+                f"must be within (0, 1] (got {self.profile_share})", setting="profile_share"
+            )
 
     @property
     def chosen(self) -> int | None:

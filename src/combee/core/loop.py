@@ -12,6 +12,7 @@ from combee.core.controller import BatchDecision
 from combee.core.evaluate import Evaluation, SampleFailure, evaluate
 from combee.core.executor import AsyncioExecutor, Executor
 from combee.core.types import Method, ReduceTrace, Reflection, Strategy, Trajectory
+from combee.errors import ConfigError
 from combee.tasks.base import Sample, Score
 
 C = TypeVar("C")
@@ -173,9 +174,13 @@ async def train(
         rng.shuffle(order)
         position = 0
         while position < len(order):
-            size = strategy.batch_size(
-                schedule.next_size(epoch=epoch, remaining=len(order) - position)
-            )
+            size = schedule.next_size(epoch=epoch, remaining=len(order) - position)
+            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+                raise ConfigError(
+                    f"schedule {type(schedule).__name__} asked for {size!r} samples; "
+                    "a batch needs a whole number of at least 1",
+                    setting="batch_size",
+                )
             batch = order[position : position + size]
             position += len(batch)
             iteration += 1

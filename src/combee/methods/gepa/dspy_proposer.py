@@ -12,8 +12,7 @@ from typing import Any
 
 from combee.core.types import Strategy
 from combee.llm.client import LLM
-from combee.llm.openai_backend import OpenAIBackend
-from combee.llm.types import JsonMode
+from combee.llm.connect import Endpoint
 from combee.methods.gepa.reflection import CombeeReflection
 from combee.methods.gepa.runner import LoopRunner
 from combee.strategies.combee import CombeeStrategy
@@ -53,33 +52,24 @@ class CombeeInstructionProposer:
     @classmethod
     def from_endpoint(
         cls,
-        model: str,
+        endpoint: Endpoint | str,
         *,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        json_mode: JsonMode = "json_schema",
-        concurrency: int = 64,
-        max_retries: int = 4,
-        timeout_s: float = 120.0,
-        **options: Any,
+        strategy: Strategy | None = None,
+        seed: int = 0,
+        temperature: float = 0.0,
+        max_tokens: int = 4096,
+        **settings: Any,
     ) -> CombeeInstructionProposer:
-        """A proposer talking to any OpenAI-compatible endpoint (the key is read from
-        ``api_key_env``, default ``OPENAI_API_KEY``)."""
-        backend = OpenAIBackend(
-            model=model,
-            base_url=base_url,
-            api_key_env=api_key_env,
-            json_mode=json_mode,
-            timeout_s=timeout_s,
+        """A proposer talking to any endpoint: an :class:`Endpoint`, or a model name with the
+        settings of :func:`combee.llm.connect` (``base_url``, ``api_key_env``, ...)."""
+        target = endpoint if isinstance(endpoint, Endpoint) else Endpoint(endpoint, **settings)
+        return cls(
+            target.connect(),
+            strategy=strategy,
+            seed=seed,
+            temperature=temperature,
+            max_tokens=max_tokens,
         )
-        llm = LLM(
-            backend,
-            concurrency=concurrency,
-            max_retries=max_retries,
-            timeout_s=timeout_s,
-            json_mode=json_mode,
-        )
-        return cls(llm, **options)
 
     def __call__(
         self,

@@ -181,7 +181,7 @@ class GepaLearner:
                 valset=valset,
                 adapter=cast("GEPAAdapter[Sample, Attempt, str]", adapter),
                 reflection_lm=StockReflectionLM(
-                    self.llm, runner, temperature=self.temperature, max_tokens=4096
+                    self.llm, runner, seed=self.seed, temperature=self.temperature, max_tokens=4096
                 )
                 if stock
                 else None,

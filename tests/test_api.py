@@ -1,0 +1,146 @@
+"""The Python front door: the docs' example as written, names and objects, typed errors."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import combee
+from combee.errors import ConfigError, LLMCallError
+from combee.llm import Endpoint, connect
+from combee.sim import HTTPFault, RunningServer, serve_in_thread
+from combee.sim.ace_script import ace_responder
+from combee.tasks.base import Sample
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "api.md"
+DOCS_URL = "http://127.0.0.1:8000/v1"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RunningServer]:
+    with serve_in_thread(ace_responder) as running:
+        yield running
+
+
+def first_python_block(text: str) -> str:
+    match = re.search(r"```python\n(.*?)```", text, re.DOTALL)
+    assert match, "docs/api.md has no python example"
+    return match.group(1)
+
+
+def test_the_docs_example_runs_as_written(
+    server: RunningServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    example = first_python_block(DOCS.read_text(encoding="utf-8"))
+    assert len(example.strip().splitlines()) <= 20
+    assert DOCS_URL in example
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, Any] = {}
+    exec(compile(example.replace(DOCS_URL, server.base_url), str(DOCS), "exec"), namespace)
+    result = namespace["result"]
+    assert isinstance(result, combee.TrainResult)
+    run_dir = tmp_path / "runs" / "percent"
+    assert result.run_dir == Path("runs/percent")
+    assert result.test_accuracy is not None and 0.0 <= result.test_accuracy <= 1.0
+    # 4 training samples in one batch: 4 rollouts and reflections, floor(sqrt(4)) = 2 curators
+    # over shuffled duplicates, then the 2 test rollouts.
+    calls = result.llm_calls
+    assert (calls["generator"], calls["reflector"], calls["curator"]) == (6, 4, 2)
+    saved = json.loads((run_dir / "final_results.json").read_text())
+    assert saved["llm_calls"] == calls and saved["test_samples"] == 2
+    assert (run_dir / "playbook.txt").read_text() == result.text
+    assert result.summary["playbook_bullets"] >= 1
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["task"] == "percent" and config["strategy"] == "combee"
+
+
+def _samples(count: int) -> list[Sample]:
+    return [
+        Sample(f"s{i}", f"Use formula F{i % 2} to answer: case {i}?", "1") for i in range(count)
+    ]
+
+
+async def test_names_and_objects_are_interchangeable(server: RunningServer) -> None:
+    task = combee.SampleTask("t", train=_samples(6), test=_samples(2)[:0], scorer=lambda p, s: 0.5)
+    llm = connect("sim", base_url=server.base_url)
+    try:
+        by_name = await combee.train_async(task, strategy="naive", batch_size=3, llm=llm)
+        by_object = await combee.train_async(
+            task, strategy=combee.STRATEGIES.create("naive"), batch_size=3, llm=llm
+        )
+    finally:
+        await llm.aclose()
+    assert by_name.summary["iterations"] == by_object.summary["iterations"] == 2
+    assert by_name.text == by_object.text
+    assert by_name.run_dir is None
+
+
+@pytest.mark.parametrize(
+    ("settings", "setting"),
+    [
+        ({"batch_size": 0}, "batch_size"),
+        ({"batch_size": "lots"}, "batch_size"),
+        ({"epochs": 0}, "epochs"),
+        ({"strategy": "nope"}, "strategy"),
+        ({"method": "nope"}, "method"),
+        ({"temperature": float("nan")}, "temperature"),
+        ({"train_limit": -1}, "train_limit"),
+        ({"duplication": 1.5}, "p"),
+        ({"strategy": "sequential", "batch_size": "auto"}, "batch_size"),
+    ],
+)
+def test_a_bad_setting_raises_config_error_naming_the_parameter(
+    settings: dict[str, Any], setting: str
+) -> None:
+    # Checked before any model is connected: the endpoint here does not exist.
+    llm = Endpoint("sim", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(ConfigError) as raised:
+        combee.train("formula", llm=llm, **settings)
+    assert raised.value.setting == setting
+    assert str(raised.value).startswith(setting)
+    assert "--" not in str(raised.value)
+
+
+def test_an_unknown_task_names_the_choices() -> None:
+    with pytest.raises(ConfigError, match="formula, finer, jsonl") as raised:
+        combee.train("gsm8k", llm=Endpoint("sim", base_url="http://127.0.0.1:9/v1"))
+    assert raised.value.setting == "task"
+
+
+def test_endpoint_settings_are_checked_when_described() -> None:
+    for settings, setting in (
+        ({"concurrency": 0}, "concurrency"),
+        ({"timeout_s": float("nan")}, "timeout_s"),
+        ({"json_mode": "xml"}, "json_mode"),
+        ({"client": "curl"}, "client"),
+        ({"prices": (-1.0, 0.0)}, "prices"),
+    ):
+        with pytest.raises(ConfigError) as raised:
+            Endpoint("sim", **settings)
+        assert raised.value.setting == setting
+
+
+async def test_a_failed_call_carries_its_role_kind_status_and_attempts() -> None:
+    def refuse(body: Any) -> str:
+        raise HTTPFault(400, "bad request")
+
+    with serve_in_thread(refuse) as refusing:
+        llm = connect("sim", base_url=refusing.base_url, max_retries=2)
+        try:
+            with pytest.raises(LLMCallError) as raised:
+                await llm.complete([{"role": "user", "content": "hi"}], role="generator")
+        finally:
+            await llm.aclose()
+    error = raised.value
+    assert (error.role, error.status, error.attempts) == ("generator", 400, 1)
+    assert error.kind is not None and error.kind not in ("429", "5xx")
+
+
+async def test_train_refuses_to_run_inside_an_event_loop() -> None:
+    with pytest.raises(ConfigError, match="train_async"):
+        combee.train("formula", llm=Endpoint("sim", base_url="http://127.0.0.1:9/v1"))
