@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from combee.sim import RequestRecord, SimConfig, peak_concurrency, serve_in_thread
-from combee.sim.gepa_script import gepa_responder
+from combee.sim.gepa_script import STOCK_PROMPT_START, gepa_responder
 from tests.cli_helpers import run_combee
 from tests.test_gepa_optimize import learnable, write_jsonl
 
@@ -95,3 +95,28 @@ def test_auto_batch_size_profiles_then_runs_gepa_at_the_chosen_size(tmp_path: Pa
     assert config["method"] == "gepa" and config["effective_batch_size"] == "auto"
     results = json.loads((out / "final_results.json").read_text())
     assert results["chosen_batch_size"] == chosen
+
+
+def test_sequential_is_gepa_as_published_at_batch_one(tmp_path: Path) -> None:
+    out = tmp_path / "seq"
+    data = tmp_path / "learnable.jsonl"
+    write_jsonl(data, learnable(12))
+    with serve_in_thread(gepa_responder) as server:
+        result = run_combee(
+            "train", "--method", "gepa", "--task", "jsonl", "--data", str(data),
+            "--strategy", "sequential", "--batch-size", "40", "--val-limit", "2",
+            "--test-limit", "2", "--max-metric-calls", "40", "--model", "sim",
+            "--base-url", server.base_url, "--out", str(out),
+        )  # fmt: skip
+        records = server.records
+    assert result.returncode == 0, result.stderr
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert metrics and {m["batch_size"] for m in metrics} == {1}
+    # gepa's own reflection prompt, as plain text: no Combee proposal or merge schema at all.
+    stock = [r for r in records if r.schema_name is None and r.index > 1]
+    user = [next(m["content"] for m in r.body["messages"] if m["role"] == "user") for r in stock]
+    assert stock and all(text.startswith(STOCK_PROMPT_START) for text in user)
+    assert not [r for r in records if r.schema_name in ("gepa_proposal", "gepa_merge")]
+    results = json.loads((out / "final_results.json").read_text())
+    assert results["reflection"]["step"] == "gepa stock"
+    assert results["reflection"]["proposal_calls"] == len(stock)

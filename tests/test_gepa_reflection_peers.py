@@ -267,7 +267,7 @@ def test_gepa_optimize_runs_its_stock_reflection_through_our_client(
         usage = llm.usage()
     calls = server.records
     assert calls and all(user_text(r).startswith(STOCK_PROMPT_START) for r in calls)
-    assert usage["proposal"].calls == len(calls) and stock.usage.calls == len(calls)
+    assert usage["proposal"].calls == len(calls) and stock.usage.proposal_calls == len(calls)
     best = result.candidates[result.best_idx][C]
     assert result.val_aggregate_scores[result.best_idx] > result.val_aggregate_scores[0] == 0.0
     assert any(rule_for(topic) in best for topic in topics)

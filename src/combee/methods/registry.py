@@ -25,13 +25,13 @@ METHODS.register("ace", ace_learner)
 
 def _gepa(llm: ChatModel, score: Callable[[str, Sample], Score], **options: Any) -> Learner[Any]:
     try:
-        from combee.methods.gepa.learner import gepa_learner
+        from combee.methods.gepa.learner import GepaLearner
     except ImportError as error:
         raise ConfigError(
             f"'gepa' needs the gepa library ({error.name} is missing): pip install 'combee[gepa]'",
             setting="method",
         ) from None
-    return call_with_accepted(gepa_learner, options, llm, score)
+    return call_with_accepted(GepaLearner, options, llm, score)
 
 
 METHODS.register("gepa", _gepa)

@@ -20,10 +20,11 @@ from combee.methods.gepa.adapter import (
 from combee.methods.gepa.batching import IterationClock, IterationTiming
 from combee.methods.gepa.dspy_proposer import CombeeInstructionProposer
 from combee.methods.gepa.learner import GepaLearner
-from combee.methods.gepa.reflection import CombeeReflection, ReflectionUsage
+from combee.methods.gepa.reflection import CombeeReflection
 from combee.methods.gepa.runner import LoopRunner
 from combee.methods.gepa.sampler import ResizableBatchSampler
 from combee.methods.gepa.stock import StockReflectionLM
+from combee.methods.gepa.usage import ReflectionUsage
 
 __all__ = [
     "COMPONENT",

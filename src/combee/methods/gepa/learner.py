@@ -157,9 +157,13 @@ class GepaLearner:
         # adapter tell a validation pass from a minibatch by identity.
         valset = list(val_samples) or [dataclasses.replace(s) for s in train_samples]
         adapter = self._adapter(runner, executor, valset)
-        stock = strategy.batch_size(2) == 1
-        reflection: CombeeReflection | None = None
-        if not stock:
+        # A strategy that never batches is GEPA as published: gepa's own reflection step.
+        reflection: CombeeReflection | StockReflectionLM
+        if strategy.batch_size(2) == 1:
+            reflection = StockReflectionLM(
+                self.llm, runner, seed=self.seed, temperature=self.temperature, max_tokens=4096
+            )
+        else:
             reflection = CombeeReflection(
                 self.llm, runner, strategy, seed=self.seed, temperature=self.temperature
             )
@@ -180,12 +184,10 @@ class GepaLearner:
                 trainset=list(train_samples),
                 valset=valset,
                 adapter=cast("GEPAAdapter[Sample, Attempt, str]", adapter),
-                reflection_lm=StockReflectionLM(
-                    self.llm, runner, seed=self.seed, temperature=self.temperature, max_tokens=4096
-                )
-                if stock
+                reflection_lm=reflection if isinstance(reflection, StockReflectionLM) else None,
+                reflection_strategy=reflection
+                if isinstance(reflection, CombeeReflection)
                 else None,
-                reflection_strategy=reflection,
                 batch_sampler=sampler,
                 reflection_minibatch_size=None,
                 max_metric_calls=self.max_metric_calls,
@@ -214,7 +216,10 @@ class GepaLearner:
             "best_candidate": result.best_idx,
             "metric_calls": result.total_metric_calls,
             "validation_seconds": round(adapter.validation_seconds, 3),
-            "reflection": "gepa stock" if reflection is None else vars(reflection.usage),
+            "reflection": {
+                "step": "gepa stock" if isinstance(reflection, StockReflectionLM) else "strategy",
+                **vars(reflection.usage),
+            },
         }
         return TrainResult(
             final_context=best,
@@ -223,25 +228,3 @@ class GepaLearner:
             iterations=len(clock.timings),
             train_seconds=train_seconds,
         )
-
-
-def gepa_learner(
-    llm: LLM,
-    score: Callable[[str, Sample], Score],
-    *,
-    max_metric_calls: int = 200,
-    temperature: float = 0.0,
-    max_tokens: int = 2048,
-    seed: int = 0,
-    run_dir: Path | None = None,
-) -> GepaLearner:
-    """The registered ``gepa`` method."""
-    return GepaLearner(
-        llm,
-        score,
-        max_metric_calls=max_metric_calls,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        seed=seed,
-        run_dir=run_dir,
-    )

@@ -32,6 +32,7 @@ from combee.llm.types import ChatModel, JsonSchema, Message
 from combee.methods.gepa import prompts, schemas
 from combee.methods.gepa.records import canonical
 from combee.methods.gepa.runner import LoopRunner
+from combee.methods.gepa.usage import ReflectionUsage, UsageTotals
 from combee.tasks.base import Sample
 
 log = logging.getLogger(__name__)
@@ -89,21 +90,7 @@ class _Unit:
         return f"job {self.job} component {self.component!r}"
 
 
-@dataclass
-class ReflectionUsage:
-    """What the strategy's own calls cost (units reused on a retry cost nothing and are
-    counted in ``memo_hits``)."""
-
-    proposal_calls: int = 0
-    merge_calls: int = 0
-    failed_calls: int = 0
-    memo_hits: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost: float = 0.0
-
-
-class CombeeReflection:
+class CombeeReflection(UsageTotals):
     """A gepa ``ReflectionLM`` (with ``reflect_many``) that reduces records with ``strategy``.
 
     ``llm`` must belong to ``runner``'s loop. Each unit draws its record order and the sampling
@@ -137,18 +124,6 @@ class CombeeReflection:
         self._rng = random.Random(seed)
         self._retry: OrderedDict[str, list[dict[str, _Unit]]] = OrderedDict()
         self._lock = threading.Lock()
-
-    @property
-    def total_cost(self) -> float:
-        return self.usage.cost
-
-    @property
-    def total_tokens_in(self) -> int:
-        return self.usage.tokens_in
-
-    @property
-    def total_tokens_out(self) -> int:
-        return self.usage.tokens_out
 
     def reflect(
         self,
@@ -367,4 +342,4 @@ def _job_key(job: ReflectionJob) -> str:
     return hashlib.sha256(content.encode()).hexdigest()
 
 
-__all__ = ["CombeeReflection", "ReflectionUsage"]
+__all__ = ["CombeeReflection"]

@@ -17,12 +17,12 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from combee.errors import LLMCallError
 from combee.llm.types import Completion, JsonSchema, Message
 from combee.methods.gepa.runner import LoopRunner
+from combee.methods.gepa.usage import ReflectionUsage, UsageTotals
 
 log = logging.getLogger(__name__)
 
@@ -46,18 +46,7 @@ class TextModel(Protocol):
     ) -> Completion: ...
 
 
-@dataclass
-class StockUsage:
-    """What the stock reflection's calls cost."""
-
-    calls: int = 0
-    failed_calls: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost: float = 0.0
-
-
-class StockReflectionLM:
+class StockReflectionLM(UsageTotals):
     """gepa's ``reflection_lm`` over ``llm`` (which must belong to ``runner``'s loop).
 
     Each call's sampling seed is drawn from ``random.Random(seed)``, so a prompt gepa repeats
@@ -79,21 +68,9 @@ class StockReflectionLM:
         self.runner = runner
         self.temperature = temperature
         self.max_tokens = max_tokens
-        self.usage = StockUsage()
+        self.usage = ReflectionUsage()
         self._rng = None if seed is None else random.Random(seed)
         self._warned_non_text = False
-
-    @property
-    def total_cost(self) -> float:
-        return self.usage.cost
-
-    @property
-    def total_tokens_in(self) -> int:
-        return self.usage.tokens_in
-
-    @property
-    def total_tokens_out(self) -> int:
-        return self.usage.tokens_out
 
     def __call__(self, prompt: str | list[dict[str, Any]]) -> str:
         return self.runner.run(self._complete(self._messages(prompt), self._seed()))
@@ -129,7 +106,7 @@ class StockReflectionLM:
             self.usage.failed_calls += 1
             raise
         usage = self.usage
-        usage.calls += 1
+        usage.proposal_calls += 1
         usage.tokens_in += completion.prompt_tokens
         usage.tokens_out += completion.completion_tokens
         usage.cost += completion.cost or 0.0
@@ -165,4 +142,4 @@ class StockReflectionLM:
         return messages
 
 
-__all__ = ["StockReflectionLM", "StockUsage", "TextModel"]
+__all__ = ["StockReflectionLM", "TextModel"]
