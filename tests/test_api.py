@@ -90,7 +90,8 @@ async def test_names_and_objects_are_interchangeable(server: RunningServer) -> N
         ({"method": "nope"}, "method"),
         ({"temperature": float("nan")}, "temperature"),
         ({"train_limit": -1}, "train_limit"),
-        ({"duplication": 1.5}, "p"),
+        ({"duplication": 1.5}, "duplication"),
+        ({"fan_in": 1}, "fan_in"),
         ({"strategy": "sequential", "batch_size": "auto"}, "batch_size"),
     ],
 )
@@ -144,3 +145,20 @@ async def test_a_failed_call_carries_its_role_kind_status_and_attempts() -> None
 async def test_train_refuses_to_run_inside_an_event_loop() -> None:
     with pytest.raises(ConfigError, match="train_async"):
         combee.train("formula", llm=Endpoint("sim", base_url="http://127.0.0.1:9/v1"))
+
+
+def test_a_start_playbook_that_does_not_parse_is_named_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    bad = tmp_path / "start.txt"
+    bad.write_text("## STRATEGIES\nnot a bullet\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as raised:
+        combee.train(
+            "formula",
+            initial_context=bad,
+            run_dir=tmp_path / "run",
+            llm=Endpoint("sim", base_url="http://127.0.0.1:9/v1"),
+        )
+    assert raised.value.setting == "initial_context"
+    assert f"{bad} is not a valid playbook: line 1" in str(raised.value)
+    assert not (tmp_path / "run").exists()

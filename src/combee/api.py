@@ -27,6 +27,7 @@ from combee.resolve import (
     limited,
     llm_of,
     schedule_of,
+    start_context,
     strategy_of,
     task_of,
     whole,
@@ -109,7 +110,7 @@ async def train_async(
     test_set = limited(splits.test, test_limit, "test_limit")
     if not train_set:
         raise ConfigError("has no training samples with these limits", setting="task")
-    start_text, start_object = initial_text(initial_context)
+    start = initial_text(initial_context)
     client, owned = llm_of(llm, seed=seed)
     try:
         options: dict[str, Any] = {
@@ -118,15 +119,15 @@ async def train_async(
             "max_tokens": max_tokens,
             "seed": seed,
             "max_metric_calls": max_metric_calls,
+            "run_dir": None if run_dir is None else Path(run_dir),
         }
-        out = RunDir(run_dir, overwrite=overwrite) if run_dir is not None else None
-        if out is not None:
-            options["run_dir"] = out.path
-            profile = getattr(schedule, "profile", None)
-            if callable(profile):
-                watchers.observers.append(ProfileRecorder(out, profile))
         learner = learner_of(method, client, the_task.score, options)
-        context = start_object if start_object is not None else learner.initial_context(start_text)
+        context = start_context(learner, start, initial_context)
+        # The run directory is made only once every setting, the method and its start are fine.
+        out = RunDir(run_dir, overwrite=overwrite) if run_dir is not None else None
+        profile = getattr(schedule, "profile", None)
+        if out is not None and callable(profile):
+            watchers.observers.append(ProfileRecorder(out, profile))
         with logging_to(out):
             if preflight:
                 await client.preflight()
@@ -149,14 +150,13 @@ async def train_async(
                 "max_batch_size": max_batch_size,
                 "tau": tau,
                 "reprofile": reprofile,
-                **options,
+                **{k: v for k, v in options.items() if k != "run_dir"},
                 "initial_context": _describe(initial_context),
                 "baseline": baseline,
                 "samples": {"train": len(train_set), "val": len(val_set), "test": len(test_set)},
                 "endpoint": dict(getattr(client, "settings", {})),
                 **(record or {}),
             }
-            config.pop("run_dir", None)
             if out is not None:
                 out.write_json("config.json", config)
             watchers.on_run_start(config)
@@ -295,16 +295,16 @@ async def evaluate_async(
         raise ConfigError(f"must be train, val or test (got {split!r})", setting="split")
     the_task = task_of(task, data=data, scorer=scorer, seed=seed)
     samples = limited(getattr(the_task.load(), split), limit, "limit")
-    start_text, start_object = initial_text(context)
+    start = initial_text(context)
     client, owned = llm_of(llm, seed=seed)
     try:
         learner = learner_of(method, client, the_task.score, {"max_tokens": max_tokens})
-        start = start_object if start_object is not None else learner.initial_context(start_text)
+        begin = start_context(learner, start, context)
         if preflight:
             await client.preflight()
         started = time.perf_counter()
         evaluation = await _evaluate(
-            learner, start, samples, executor or AsyncioExecutor(), ObserverGroup(observers), split
+            learner, begin, samples, executor or AsyncioExecutor(), ObserverGroup(observers), split
         )
         return EvalResult(
             task=getattr(the_task, "name", str(task)),

@@ -55,6 +55,8 @@ def task_of(task: str | Task, *, data: str | None, scorer: str, seed: int) -> Ta
 
 def strategy_of(strategy: str | Strategy, *, duplication: int, fan_in: int, seed: int) -> Strategy:
     if isinstance(strategy, str):
+        whole(duplication, "duplication", least=1)
+        whole(fan_in, "fan_in", least=2)
         return STRATEGIES.create(strategy, p=duplication, fan_in=fan_in, seed=seed)
     if not (hasattr(strategy, "reduce") and hasattr(strategy, "batch_size")):
         raise ConfigError(
@@ -164,3 +166,19 @@ def initial_text(initial_context: Any) -> tuple[str | None, Any]:
     if isinstance(initial_context, str):
         return initial_context, None
     return None, initial_context
+
+
+def start_context(learner: Learner[Any], start: tuple[str | None, Any], given: Any) -> Any:
+    """The context a run starts from: ``start`` is :func:`initial_text` of what was ``given``;
+    a file that does not parse is named in the error."""
+    text, value = start
+    if value is not None:
+        return value
+    try:
+        return learner.initial_context(text)
+    except ConfigError as error:
+        if isinstance(given, Path | os.PathLike):
+            raise ConfigError(
+                f"{os.fspath(given)} {error.problem}", setting=error.setting
+            ) from None
+        raise
