@@ -16,7 +16,10 @@ def sim_server_command(
     host: Annotated[str, typer.Option(help="Bind address (loopback by default).")] = "127.0.0.1",
     port: Annotated[int, typer.Option()] = 8000,
     script: Annotated[
-        str, typer.Option(help="ace (scripted ACE roles) | gepa (scripted GEPA roles) | echo.")
+        str,
+        typer.Option(
+            help="ace | gepa (scripted roles) | echo | arbitrary (random schema-valid JSON)."
+        ),
     ] = "ace",
     seed: Annotated[int, typer.Option(help="Seed of every latency and fault draw.")] = 0,
     ttft: Annotated[float, typer.Option(help="Seconds to first token per call.")] = 0.0,
@@ -50,16 +53,21 @@ def sim_server_command(
 
     Simulated latency and injected faults are set by the flags below, all seeded.
     """
+    from combee.sim.arbitrary import arbitrary_responder
+    from combee.sim.responders import Responder
     from combee.sim.server import SimConfig, echo_responder, run_server
 
+    responder: Responder
     if script == "ace":
         from combee.sim.ace_script import ace_responder as responder
     elif script == "gepa":
         from combee.sim.gepa_script import gepa_responder as responder
+    elif script == "arbitrary":
+        responder = arbitrary_responder(seed)
     elif script == "echo":
         responder = echo_responder
     else:
-        raise fail(f"--script {script!r}: choose ace, gepa or echo")
+        raise fail(f"--script {script!r}: choose ace, gepa, echo or arbitrary")
     try:
         config = SimConfig(
             seed=seed,
