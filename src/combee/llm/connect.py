@@ -84,6 +84,8 @@ class Endpoint:
             prices=_prices(self.prices),
             seed=self.seed,
         )
+        llm.settings["model"] = self.model
+        llm.settings["served_model"] = backend.model
         llm.settings["client"] = "embedded" if is_local(self.model) else self.client
         llm.settings["api_key_env"] = None if is_local(self.model) else self.api_key_env
         return llm
