@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from combee.cli import bench, demo, eval, sim, train
+from combee.cli import bench, compare, demo, eval, report, retention, sim, train
 from combee.cli.app import app
 
-__all__ = ["app", "bench", "demo", "eval", "sim", "train"]
+__all__ = ["app", "bench", "compare", "demo", "eval", "report", "retention", "sim", "train"]
 
 if __name__ == "__main__":
     app()

@@ -1,0 +1,151 @@
+"""The retention benchmark: how many specific lessons survive one aggregation.
+
+A set of N synthetic reflections (:mod:`combee.bench.lessons`), each teaching one rule tied to a
+unique name, is aggregated once by each strategy into an empty ACE playbook. Per strategy and N:
+the share of names that survive in the playbook, the updates applied, the playbook's size, the
+LLM calls per role and the wall time. Runs on any endpoint and on the embedded model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from combee.bench.lessons import make_lessons, retained
+from combee.errors import CombeeError
+from combee.llm.client import LLM
+from combee.methods.ace import AceMethod, Playbook
+from combee.resolve import LLMArg, llm_of
+from combee.strategies.registry import STRATEGIES
+from combee.tasks.base import Sample, Score
+
+DEFAULT_STRATEGIES = ("naive", "combee", "topk", "summarize", "hier-summarize")
+DEFAULT_SIZES = (16, 36, 64)
+
+
+@dataclass
+class RetentionRow:
+    strategy: str
+    lessons: int
+    retained: int
+    updates_applied: int
+    playbook_bullets: int
+    playbook_tokens: int
+    wall_s: float
+    llm_calls: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+    lost: list[str] = field(default_factory=list)
+
+    @property
+    def share(self) -> float:
+        return self.retained / self.lessons if self.lessons else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "share": round(self.share, 4)}
+
+
+def _no_score(prediction: str, sample: Sample) -> Score:
+    return Score(False, 0, 1)  # nothing is generated in this benchmark
+
+
+def _calls(now: Mapping[str, Any], before: Mapping[str, Any]) -> dict[str, int]:
+    delta = {
+        role: u.calls - (before[role].calls if role in before else 0) for role, u in now.items()
+    }
+    return {role: n for role, n in delta.items() if n}
+
+
+async def _aggregate(
+    client: LLM, strategy_name: str, size: int, *, seed: int, options: Mapping[str, Any]
+) -> RetentionRow:
+    lessons = make_lessons(size, seed=seed)
+    method = AceMethod(
+        client,
+        _no_score,
+        token_budget=options.get("token_budget"),
+        max_tokens=int(options.get("max_tokens", 2048)),
+    )
+    strategy = STRATEGIES.create(strategy_name, **options.get("strategy", {}), seed=seed)
+    before = client.usage()
+    started = time.perf_counter()
+    playbook, applied, error = Playbook(), 0, None
+    reflections = [lesson.reflection for lesson in lessons]
+    try:
+        # A strategy that never batches (sequential) meets its lessons one at a time.
+        batches = [[r] for r in reflections] if strategy.batch_size(2) == 1 else [reflections]
+        for batch in batches:
+            trace = await strategy.reduce(method, playbook, batch)
+            if trace.update is not None:
+                playbook = method.apply(playbook, trace.update)
+                applied += len(method.last_apply.applied) if method.last_apply else 0
+    except CombeeError as failure:
+        error = str(failure)
+    text = playbook.render()
+    kept = retained(lessons, text)
+    return RetentionRow(
+        strategy=strategy_name,
+        lessons=size,
+        retained=len(kept),
+        updates_applied=applied,
+        playbook_bullets=len(playbook),
+        playbook_tokens=playbook.token_count(),
+        wall_s=round(time.perf_counter() - started, 3),
+        llm_calls=_calls(client.usage(), before),
+        error=error,
+        lost=[lesson.name for lesson in lessons if lesson.name not in kept],
+    )
+
+
+async def retention_async(
+    *,
+    llm: LLMArg,
+    strategies: Sequence[str] = DEFAULT_STRATEGIES,
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    seed: int = 0,
+    duplication: int = 2,
+    fan_in: int = 32,
+    token_budget: int | None = None,
+    max_tokens: int = 2048,
+    on_row: Callable[[RetentionRow], None] | None = None,
+) -> list[RetentionRow]:
+    """Aggregate ``sizes`` lessons once with each strategy; one row per (strategy, size)."""
+    for name in strategies:
+        STRATEGIES.factory(name)  # an unknown name fails before any call
+    client, owned = llm_of(llm, seed=seed)
+    options = {
+        "token_budget": token_budget,
+        "max_tokens": max_tokens,
+        "strategy": {"p": duplication, "fan_in": fan_in},
+    }
+    rows: list[RetentionRow] = []
+    try:
+        for size in sizes:
+            for name in strategies:
+                row = await _aggregate(client, name, size, seed=seed, options=options)
+                rows.append(row)
+                if on_row is not None:
+                    on_row(row)
+    finally:
+        if owned:
+            await client.aclose()
+    return rows
+
+
+def markdown_table(rows: Sequence[RetentionRow]) -> str:
+    """The rows as a Markdown table (the form docs/quality.md shows)."""
+    lines = [
+        "| strategy | N | retained | share | updates applied | bullets | playbook tokens | "
+        "LLM calls | wall s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |",
+    ]
+    for row in rows:
+        calls = ", ".join(f"{role} {n}" for role, n in sorted(row.llm_calls.items()))
+        note = f" (error: {row.error[:60]})" if row.error else ""
+        lines.append(
+            f"| {row.strategy} | {row.lessons} | {row.retained} | {row.share:.0%} | "
+            f"{row.updates_applied} | {row.playbook_bullets} | {row.playbook_tokens} | "
+            f"{calls}{note} | {row.wall_s:.1f} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,90 @@
+"""``combee retention``: how many specific lessons survive one aggregation, per strategy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from combee.bench.retention import (
+    DEFAULT_SIZES,
+    DEFAULT_STRATEGIES,
+    RetentionRow,
+    markdown_table,
+    retention_async,
+)
+from combee.cli import options as opt
+from combee.cli.app import DEFAULT_MODEL, app, err, fail, run
+
+
+def _items(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+@app.command("retention")
+def retention_command(
+    strategies: Annotated[
+        str, typer.Option(help="Comma list of strategies to compare.")
+    ] = ",".join(DEFAULT_STRATEGIES),
+    sizes: Annotated[str, typer.Option(help="Comma list of lesson counts N.")] = ",".join(
+        map(str, DEFAULT_SIZES)
+    ),
+    duplication: Annotated[int, typer.Option(help="Copies p of each reflection (combee).")] = 2,
+    fan_in: Annotated[int, typer.Option(help="Most updates one merge call sees.")] = 32,
+    token_budget: Annotated[int, typer.Option(help="Playbook token cap (0: none).")] = 0,
+    max_tokens: Annotated[int, typer.Option(help="Completion tokens per call.")] = 2048,
+    model: opt.Model = DEFAULT_MODEL,
+    base_url: opt.BaseUrl = None,
+    api_key_env: opt.ApiKeyEnv = "OPENAI_API_KEY",
+    json_mode: opt.JsonMode = "json_schema",
+    client: opt.Client = "openai",
+    concurrency: opt.Concurrency = 64,
+    timeout: opt.Timeout = 600.0,
+    max_retries: opt.MaxRetries = 4,
+    seed: opt.Seed = 0,
+    out: Annotated[Path, typer.Option(help="Where retention.json and .md go.")] = Path(
+        "runs/retention"
+    ),
+) -> None:
+    """Aggregate N synthetic lessons once with each strategy; report how many survive."""
+    try:
+        counts = [int(size) for size in _items(sizes)]
+    except ValueError:
+        raise fail(f"--sizes {sizes!r}: give whole numbers separated by commas") from None
+    llm = opt.endpoint(
+        model=model, base_url=base_url, api_key_env=api_key_env, json_mode=json_mode,
+        concurrency=concurrency, timeout=timeout, max_retries=max_retries, cache=None,
+        seed=seed, client=client,
+    )  # fmt: skip
+
+    def show(row: RetentionRow) -> None:
+        failed = f"  [yellow]error: {row.error}[/]" if row.error else ""
+        err.print(
+            f"{row.strategy:>15} N={row.lessons:<4} retained {row.retained}/{row.lessons} "
+            f"({row.share:.0%})  updates {row.updates_applied}  tokens {row.playbook_tokens}  "
+            f"{row.wall_s:.1f}s{failed}",
+            highlight=False,
+        )
+
+    rows = run(
+        retention_async(
+            llm=llm,
+            strategies=_items(strategies),
+            sizes=counts,
+            seed=seed,
+            duplication=duplication,
+            fan_in=fan_in,
+            token_budget=token_budget or None,
+            max_tokens=max_tokens,
+            on_row=show,
+        )
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    settings = {"model": model, "seed": seed, "duplication": duplication, "fan_in": fan_in}
+    report = {"settings": settings, "rows": [row.to_dict() for row in rows]}
+    (out / "retention.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    table = markdown_table(rows)
+    (out / "retention.md").write_text(table, encoding="utf-8")
+    typer.echo(table)

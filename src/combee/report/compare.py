@@ -1,0 +1,295 @@
+"""``compare``: a grid of strategies × batch sizes × seeds, one normal run directory per cell,
+then the report over all of them.
+
+Cells run one after another (cells sharing an endpoint at once would distort each other's wall
+times). A cell whose ``final_results.json`` exists is skipped, so a rerun picks up where the last
+one stopped; a cell that fails is reported and the others go on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar, cast
+
+from combee.api import train_async
+from combee.core.loop import LoopObserver
+from combee.errors import CombeeError, ConfigError
+from combee.llm.connect import Endpoint
+from combee.report.build import ReportFiles, write_report
+from combee.report.runs_index import is_run_dir
+from combee.report.spec import RESERVED, train_settings
+from combee.resolve import LLMArg
+from combee.runs import RESULTS_FILE
+from combee.tasks.base import Task
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+_CHECKED = (
+    "method",
+    "epochs",
+    "train_limit",
+    "val_limit",
+    "test_limit",
+    "data",
+    "max_metric_calls",
+)
+"""Settings a finished cell's config.json is checked against before it is skipped."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of the grid; ``name`` is its run directory's name under ``out``."""
+
+    strategy: str
+    batch_size: int | str
+    seed: int
+
+    @property
+    def name(self) -> str:
+        return _UNSAFE.sub("_", f"{self.strategy}-b{self.batch_size}-s{self.seed}")
+
+
+Status = Literal["finished", "skipped", "failed"]
+
+
+@dataclass
+class CellResult:
+    """``finished`` (trained now), ``skipped`` (finished before) or ``failed`` (``error`` says
+    why). ``summary`` is the cell's ``final_results.json`` when there is one."""
+
+    cell: Cell
+    run_dir: Path
+    status: Status
+    summary: dict[str, Any] | None = None
+    error: str | None = None
+    note: str | None = None
+    seconds: float = 0.0
+    exception: Exception | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass
+class CompareResult:
+    out: Path
+    cells: list[CellResult] = field(default_factory=list)
+    report: ReportFiles | None = None
+
+    def with_status(self, status: Status) -> list[CellResult]:
+        return [c for c in self.cells if c.status == status]
+
+    @property
+    def failed(self) -> list[CellResult]:
+        return self.with_status("failed")
+
+
+class CompareObserver:
+    """Hooks for progress; every method does nothing unless overridden."""
+
+    def on_cell_start(self, cell: Cell, index: int, total: int) -> None:
+        """Before cell ``index`` (1-based) of ``total`` trains (not called for skipped cells)."""
+
+    def on_cell_end(self, result: CellResult, index: int, total: int) -> None:
+        """After a cell finished, was skipped or failed."""
+
+
+LLMFactory = Callable[[Cell, Path], LLMArg]
+
+
+def grid(
+    strategies: Sequence[str], batch_sizes: Sequence[int | str], seeds: Sequence[int]
+) -> list[Cell]:
+    """Every cell, strategies outermost, seeds innermost; checked for kinds and repeats."""
+    for setting, values in (
+        ("strategies", strategies),
+        ("batch_sizes", batch_sizes),
+        ("seeds", seeds),
+    ):
+        if isinstance(values, str) or not values:
+            raise ConfigError(f"must be a non-empty list (got {values!r})", setting=setting)
+        if len(set(values)) < len(values):
+            raise ConfigError(f"names a value twice ({list(values)!r})", setting=setting)
+    if any(not isinstance(s, str) or not s for s in strategies):
+        raise ConfigError(
+            f"must be strategy names (got {list(strategies)!r})", setting="strategies"
+        )
+    for size in batch_sizes:
+        if isinstance(size, str) and size.strip().lower() != "auto":
+            raise ConfigError(
+                f"holds {size!r}: give whole numbers or 'auto'", setting="batch_sizes"
+            )
+        if isinstance(size, bool) or not isinstance(size, int | str):
+            raise ConfigError(
+                f"holds {size!r}: give whole numbers or 'auto'", setting="batch_sizes"
+            )
+    if any(isinstance(s, bool) or not isinstance(s, int) for s in seeds):
+        raise ConfigError(f"must be whole numbers (got {list(seeds)!r})", setting="seeds")
+    cells = [Cell(s, b, seed) for s in strategies for b in batch_sizes for seed in seeds]
+    names = [cell.name for cell in cells]
+    if len(set(names)) < len(names):
+        raise ConfigError("give two cells the same directory name", setting="strategies")
+    return cells
+
+
+async def compare_async(
+    task: str | Task = "formula",
+    *,
+    strategies: Sequence[str] = ("naive", "combee"),
+    batch_sizes: Sequence[int | str] = (4, 8),
+    seeds: Sequence[int] = (0,),
+    out: str | os.PathLike[str] = "runs/compare",
+    llm: LLMArg | LLMFactory = None,
+    report: bool = True,
+    title: str | None = None,
+    progress: CompareObserver | None = None,
+    observers: Sequence[LoopObserver] = (),
+    **settings: Any,
+) -> CompareResult:
+    """Train every cell of strategies × batch sizes × seeds into ``out/<strategy>-b<size>-s<seed>``
+    with :func:`combee.train_async`, then (``report``) write the report over them into ``out``.
+
+    ``settings`` are any other :func:`combee.train` keywords, the same for every cell. ``llm``
+    is what ``train`` takes (an :class:`~combee.llm.Endpoint` gets each cell's seed), or a
+    function of ``(cell, run_dir)`` returning one (a response cache per cell, say). Finished
+    cells are skipped; a cell that fails is recorded and the rest go on.
+    """
+    cells = grid(strategies, batch_sizes, seeds)
+    allowed = train_settings() | {"record", "executor"}
+    for key in settings:
+        if key in RESERVED:
+            raise ConfigError(f"is set per cell: give {RESERVED[key]} instead", setting=key)
+        if key not in allowed:
+            raise ConfigError("is not a combee.train setting", setting=key)
+    root = Path(out)
+    result = CompareResult(out=root)
+    watcher = progress or CompareObserver()
+    for index, cell in enumerate(cells, start=1):
+        run_dir = root / cell.name
+        if (run_dir / RESULTS_FILE).exists():
+            done = CellResult(cell, run_dir, "skipped", summary=_summary(run_dir))
+            done.note = _mismatch(run_dir, task, settings)
+        else:
+            watcher.on_cell_start(cell, index, len(cells))
+            done = await _train_cell(task, cell, run_dir, llm, observers, settings)
+        result.cells.append(done)
+        watcher.on_cell_end(done, index, len(cells))
+    if report:
+        written = [c.run_dir for c in result.cells if is_run_dir(c.run_dir)]
+        if written:
+            result.report = write_report(written, root, title=title or _title(task, cells))
+    return result
+
+
+async def _train_cell(
+    task: str | Task,
+    cell: Cell,
+    run_dir: Path,
+    llm: LLMArg | LLMFactory,
+    observers: Sequence[LoopObserver],
+    settings: dict[str, Any],
+) -> CellResult:
+    started = time.perf_counter()
+    if callable(llm) and not hasattr(llm, "complete_json"):
+        the_llm = llm(cell, run_dir)
+    else:
+        the_llm = cast(LLMArg, llm)
+    if isinstance(the_llm, Endpoint):
+        the_llm = dataclasses.replace(the_llm, seed=cell.seed)
+    record = {**settings.get("record", {}), "compare_cell": cell.name}
+    try:
+        trained = await train_async(
+            task,
+            strategy=cell.strategy,
+            batch_size=cell.batch_size,
+            seed=cell.seed,
+            llm=the_llm,
+            run_dir=run_dir,
+            # A cell that stopped part way starts afresh (its response cache, if any, stays).
+            overwrite=is_run_dir(run_dir),
+            observers=observers,
+            **{**settings, "record": record},
+        )
+    except CombeeError as error:
+        return _failed(cell, run_dir, str(error), error, started)
+    except Exception as error:  # one cell's bug must not cost the other cells
+        log.debug("cell %s failed", cell.name, exc_info=True)
+        return _failed(cell, run_dir, f"{type(error).__name__}: {error}", error, started)
+    return CellResult(cell, run_dir, "finished", summary=trained.summary, seconds=_since(started))
+
+
+def _failed(
+    cell: Cell, run_dir: Path, message: str, error: Exception, started: float
+) -> CellResult:
+    return CellResult(
+        cell, run_dir, "failed", error=message, seconds=_since(started), exception=error
+    )
+
+
+def _since(started: float) -> float:
+    return round(time.perf_counter() - started, 3)
+
+
+def _summary(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads((run_dir / RESULTS_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _mismatch(run_dir: Path, task: str | Task, settings: dict[str, Any]) -> str | None:
+    """How a finished cell's config.json differs from this grid's settings, if it does."""
+    try:
+        config = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(config, dict):
+        return None
+    wanted = {k: settings[k] for k in _CHECKED if k in settings and k in config}
+    if isinstance(task, str) and ":" not in task and "task" in config:
+        wanted["task"] = task
+    differ = [f"{k} {config[k]!r} (now {v!r})" for k, v in wanted.items() if config[k] != v]
+    if not differ:
+        return None
+    return f"finished earlier with other settings: {', '.join(differ)}; remove it to rerun"
+
+
+def _title(task: str | Task, cells: Sequence[Cell]) -> str:
+    name = task if isinstance(task, str) else getattr(task, "name", type(task).__name__)
+    return f"Combee comparison: {name}, {len(cells)} cells"
+
+
+def compare(task: str | Task = "formula", **settings: Any) -> CompareResult:
+    """:func:`compare_async` for synchronous callers (see it for the settings)."""
+    return _run_sync(compare_async(task, **settings))
+
+
+def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    coro.close()
+    raise ConfigError(
+        "combee.report.compare was called inside a running event loop: "
+        "use `await combee.report.compare_async(...)` there"
+    )
+
+
+__all__ = [
+    "Cell",
+    "CellResult",
+    "CompareObserver",
+    "CompareResult",
+    "compare",
+    "compare_async",
+    "grid",
+]

@@ -1,0 +1,64 @@
+"""The retention benchmark: seeded lessons, and how many survive one aggregation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from combee.bench.lessons import FAMILIES, make_lessons, retained
+from combee.bench.retention import markdown_table, retention_async
+from combee.llm import connect
+from combee.methods.ace.playbook import count_tokens
+from combee.sim import serve_in_thread
+from combee.sim.ace_script import ace_responder
+from tests.cli_helpers import run_combee
+
+
+def test_lessons_are_seeded_distinct_varied_and_as_long_as_a_real_reflection() -> None:
+    lessons = make_lessons(64, seed=5)
+    assert [lesson.rule for lesson in lessons] == [x.rule for x in make_lessons(64, seed=5)]
+    assert [lesson.rule for lesson in lessons] != [x.rule for x in make_lessons(64, seed=6)]
+    names = [lesson.name for lesson in lessons]
+    assert len(set(names)) == 64 and not any(
+        a.casefold() in b.casefold() for a in names for b in names if a != b
+    )
+    assert {lesson.family for lesson in lessons} == set(FAMILIES)
+    for lesson in lessons:
+        text = lesson.reflection.render()
+        assert 150 <= count_tokens(text) <= 300, text
+        assert lesson.rule in lesson.reflection.fields["root_cause_analysis"]
+    assert retained(lessons[:3], f"a note on {names[1].upper()} only") == [names[1]]
+
+
+async def test_naive_and_combee_on_the_scripted_server_keep_every_lesson() -> None:
+    with serve_in_thread(ace_responder) as server:
+        llm = connect("sim", base_url=server.base_url)
+        try:
+            rows = await retention_async(
+                llm=llm, strategies=["naive", "combee"], sizes=[16], max_tokens=16384
+            )
+        finally:
+            await llm.aclose()
+    by_name = {row.strategy: row for row in rows}
+    assert by_name["naive"].retained == by_name["combee"].retained == 16
+    assert by_name["naive"].llm_calls == {"curator": 1}
+    # floor(sqrt(16)) = 4 curators over the shuffled duplicates, one merge.
+    assert by_name["combee"].llm_calls == {"curator": 4, "merge": 1}
+    assert all(row.updates_applied >= 16 and row.error is None for row in rows)
+    table = markdown_table(rows)
+    assert "| naive | 16 | 16 | 100% |" in table
+
+
+def test_the_command_writes_its_table(tmp_path: Path) -> None:
+    with serve_in_thread(ace_responder) as server:
+        result = run_combee(
+            "retention", "--strategies", "naive,sequential", "--sizes", "4",
+            "--model", "sim", "--base-url", server.base_url, "--max-tokens", "8192",
+            "--out", str(tmp_path),
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "retention.json").read_text())
+    rows = {row["strategy"]: row for row in report["rows"]}
+    assert rows["sequential"]["llm_calls"] == {"curator": 4}
+    assert rows["naive"]["retained"] == 4
+    assert "| sequential | 4 |" in (tmp_path / "retention.md").read_text()
