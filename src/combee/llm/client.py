@@ -44,7 +44,7 @@ class LLM:
         *,
         concurrency: int = 64,
         max_retries: int = 4,
-        timeout_s: float = 120.0,
+        timeout_s: float | None = 120.0,
         backoff_base_s: float = 0.5,
         backoff_max_s: float = 30.0,
         cache: ResponseCache | None = None,
@@ -56,7 +56,7 @@ class LLM:
             raise ConfigError(f"must be at least 1 (got {concurrency})", setting="concurrency")
         if max_retries < 0:
             raise ConfigError(f"must be 0 or more (got {max_retries})", setting="max_retries")
-        if timeout_s <= 0:
+        if timeout_s is not None and not timeout_s > 0:
             raise ConfigError(f"must be positive (got {timeout_s})", setting="timeout_s")
         self._backend = backend
         self._semaphore = asyncio.Semaphore(concurrency)

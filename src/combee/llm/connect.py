@@ -77,7 +77,9 @@ class Endpoint:
             backend,
             concurrency=self.concurrency,
             max_retries=self.max_retries,
-            timeout_s=self.timeout_s,
+            # An in-process model is not a remote endpoint: a slow CPU is not a fault, and a
+            # timed-out attempt would only queue the same computation again behind itself.
+            timeout_s=None if is_local(self.model) else self.timeout_s,
             cache=_cache(self.cache),
             # The embedded model takes the schema as a grammar; it also reads it in the prompt.
             json_mode="json_object_schema" if is_local(self.model) else mode,
