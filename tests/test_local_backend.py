@@ -236,25 +236,3 @@ async def test_prompt_cache_keeps_a_prefix_across_an_interleaved_prompt(
         assert read < third.prompt_tokens // 4
     else:
         assert read > third.prompt_tokens // 2  # only the chat template header is shared
-
-
-def test_grammar_bounds_free_text_and_arrays_within_the_token_limit() -> None:
-    from combee.llm.local_backend import bounded_schema
-    from combee.methods.ace.schemas import CURATOR, REFLECTOR
-
-    reflector = bounded_schema(json.loads(json.dumps(REFLECTOR.schema)), 600)
-    fields = reflector["properties"]
-    free = [f for f in fields.values() if f.get("type") == "string"]
-    assert free and all(f["maxLength"] == 100 for f in free)  # 600 // (5 free strings + 1)
-    assert fields["bullet_tags"]["maxItems"] == 5
-    assert "maxLength" not in fields["bullet_tags"]["items"]["properties"]["tag"]  # an enum
-    worst_case_chars = (
-        sum(f["maxLength"] for f in free)
-        + 5 * fields["bullet_tags"]["items"]["properties"]["id"]["maxLength"]
-    )
-    assert worst_case_chars <= 600
-    curator = bounded_schema(json.loads(json.dumps(CURATOR.schema)), 1024)
-    operation = curator["properties"]["operations"]["items"]["properties"]
-    assert operation["content"]["maxLength"] >= 100
-    assert operation["bullet_ids"]["items"]["maxLength"] == 20
-    assert REFLECTOR.schema["properties"]["reasoning"].get("maxLength") is None  # input untouched

@@ -60,6 +60,7 @@ async def train_async(
     val_every: int = 0,
     duplication: int = 2,
     fan_in: int = 32,
+    top_k: int | None = None,
     max_batch_size: int = 100,
     tau: float = 0.005,
     reprofile: bool = False,
@@ -79,8 +80,10 @@ async def train_async(
     ``method``: ``ace``, ``gepa``, a registered name, a :class:`combee.core.learner.Learner`,
     or an object implementing the Method contract (``rollout``, ``reflect``, ``curate``,
     ``merge``, ``tally``, ``apply``; give ``initial_context`` then). ``strategy``: ``sequential``,
-    ``naive``, ``combee``, a registered name or an object. ``batch_size``: a size, ``"auto"``
-    (the batch size controller, bounded by ``max_batch_size`` and ``tau``) or a schedule.
+    ``naive``, ``combee``, ``topk``, ``summarize``, ``hier-summarize``, a registered name or an
+    object (``top_k``: ``topk``'s number of clusters, 8 by default). ``batch_size``: a size,
+    ``"auto"`` (the batch size controller, bounded by ``max_batch_size`` and ``tau``) or a
+    schedule.
     ``llm``: a :class:`combee.llm.Endpoint` or a model name (connected once every other
     setting is checked, closed at the end), or a client from :func:`combee.llm.connect` (the
     caller's to close). ``run_dir``: where config, metrics, context versions and
@@ -94,7 +97,9 @@ async def train_async(
     whole(max_tokens, "max_tokens", least=1)
     whole(max_metric_calls, "max_metric_calls", least=1)
     the_task = task_of(task, data=data, scorer=scorer, seed=seed)
-    the_strategy = strategy_of(strategy, duplication=duplication, fan_in=fan_in, seed=seed)
+    the_strategy = strategy_of(
+        strategy, duplication=duplication, fan_in=fan_in, seed=seed, top_k=top_k
+    )
     watchers = ObserverGroup(observers)
     schedule, batch_label = schedule_of(
         batch_size,
@@ -147,6 +152,7 @@ async def train_async(
                 "val_every": val_every,
                 "duplication": duplication,
                 "fan_in": fan_in,
+                "top_k": top_k,
                 "max_batch_size": max_batch_size,
                 "tau": tau,
                 "reprofile": reprofile,

@@ -53,11 +53,20 @@ def task_of(task: str | Task, *, data: str | None, scorer: str, seed: int) -> Ta
     return task
 
 
-def strategy_of(strategy: str | Strategy, *, duplication: int, fan_in: int, seed: int) -> Strategy:
+def strategy_of(
+    strategy: str | Strategy,
+    *,
+    duplication: int,
+    fan_in: int,
+    seed: int,
+    top_k: int | None = None,
+) -> Strategy:
     if isinstance(strategy, str):
         whole(duplication, "duplication", least=1)
         whole(fan_in, "fan_in", least=2)
-        return STRATEGIES.create(strategy, p=duplication, fan_in=fan_in, seed=seed)
+        if top_k is not None:
+            whole(top_k, "top_k", least=1)
+        return STRATEGIES.create(strategy, p=duplication, fan_in=fan_in, seed=seed, top_k=top_k)
     if not (hasattr(strategy, "reduce") and hasattr(strategy, "batch_size")):
         raise ConfigError(
             f"must be a strategy name or an object with batch_size() and reduce() "

@@ -60,6 +60,7 @@ _KNOWN = set(FLAGS) | {
     "train_limit",
     "val_limit",
     "test_limit",
+    "top_k",
     "val_every",
 }
 _PLAIN = {"data", "overwrite", "model", "task", "strategy", "method", "split", "seed", "epochs"}

@@ -21,7 +21,11 @@ def train_command(
     task: opt.Task = "formula",
     method: Annotated[str, typer.Option(help="ace (playbook) | gepa (system prompt).")] = "ace",
     strategy: Annotated[
-        str, typer.Option(help="sequential | naive | combee | a registered plugin's name.")
+        str,
+        typer.Option(
+            help="sequential | naive | combee | topk | summarize | hier-summarize | a "
+            "registered plugin's name."
+        ),
     ] = "combee",
     batch_size: Annotated[
         str, typer.Option(help="Samples per iteration, or auto: profile sizes, pick one.")
@@ -54,6 +58,9 @@ def train_command(
     val_every: Annotated[int, typer.Option(help="Validate every N iterations (0: per epoch).")] = 0,
     duplication: Annotated[int, typer.Option(help="Copies p of each reflection (combee).")] = 2,
     fan_in: Annotated[int, typer.Option(help="Most updates one merge call sees.")] = 32,
+    top_k: Annotated[
+        int | None, typer.Option(help="topk: clusters, one reflection curated per cluster (8).")
+    ] = None,
     token_budget: Annotated[int, typer.Option(help="Playbook token cap (0: none).")] = 8000,
     temperature: Annotated[float, typer.Option()] = 0.0,
     max_tokens: Annotated[int, typer.Option(help="Completion tokens per call.")] = 2048,
@@ -95,7 +102,8 @@ def train_command(
                 epochs=epochs, run_dir=out, overwrite=overwrite, observers=[progress],
                 seed=seed, data=data, scorer=scorer, train_limit=train_limit,
                 val_limit=val_limit, test_limit=test_limit, val_every=val_every,
-                duplication=duplication, fan_in=fan_in, max_batch_size=max_batch_size, tau=tau,
+                duplication=duplication, fan_in=fan_in, top_k=top_k,
+                max_batch_size=max_batch_size, tau=tau,
                 reprofile=reprofile, token_budget=token_budget or None,
                 temperature=temperature, max_tokens=max_tokens,
                 max_metric_calls=max_metric_calls, initial_context=initial_playbook,

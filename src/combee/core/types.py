@@ -69,6 +69,22 @@ class Method(Protocol[C, U]):
         ...
 
 
+C_contra = TypeVar("C_contra", contravariant=True)
+
+
+class Condenser(Protocol[C_contra]):
+    """An optional capability of a method: condense reflections into one (the ``summarize``
+    and ``hier-summarize`` strategies need it).
+
+    :meth:`condense` is one LLM call (role ``summarize``) that keeps each reflection's key
+    lesson; its result is itself a reflection, so it can be condensed again or curated.
+    """
+
+    async def condense(
+        self, context: C_contra, reflections: Sequence[Reflection]
+    ) -> Reflection: ...
+
+
 @dataclass
 class ReduceTrace(Generic[U]):
     """What one reduction did: the groups at each level and the update it produced."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 import logging
 import os
 import time
@@ -22,7 +23,8 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
 from combee.errors import ConfigError, LLMCallError
-from combee.llm.types import Completion, Request
+from combee.llm.bounded import bounded_schema, open_schema
+from combee.llm.types import Completion, JsonSchema, Request
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -135,6 +137,7 @@ class LocalBackend:
         self._llama: _Llama | None = None
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="combee-llama")
         self._closed = False
+        self._formats: dict[tuple[int, int], tuple[JsonSchema, dict[str, Any]]] = {}
 
     async def load(self) -> float:
         """Load the model now instead of on the first call; return the load time in seconds."""
@@ -221,12 +224,33 @@ class LocalBackend:
             "seed": self.seed if request.seed is None else request.seed,
         }
         if request.json_schema is not None:
-            # llama-cpp-python accepts a schema only in this json_object form.
-            arguments["response_format"] = {
-                "type": "json_object",
-                "schema": bounded_schema(_plain(request.json_schema.schema), request.max_tokens),
-            }
+            arguments["response_format"] = self._response_format(
+                request.json_schema, request.max_tokens
+            )
         return arguments
+
+    def _response_format(self, schema: JsonSchema, max_tokens: int) -> dict[str, Any]:
+        """The schema bounded to ``max_tokens`` (see :mod:`combee.llm.bounded`), in the
+        json_object form llama-cpp-python takes, built once per schema and limit. A grammar
+        llama.cpp refuses is never sent: then the bounded schema with open strings, else JSON."""
+        key = (id(schema), max_tokens)
+        cached = self._formats.get(key)
+        if cached is not None and cached[0] is schema:
+            return cached[1]
+        bounded = bounded_schema(schema.schema, max_tokens)
+        response_format: dict[str, Any] = {"type": "json_object"}
+        for candidate in (bounded, open_schema(bounded)):
+            if grammar_accepted(self._llama_cpp, candidate):
+                response_format["schema"] = candidate
+                break
+        else:
+            logger.warning(
+                "llama.cpp refuses the grammar of the %s schema; asking for plain JSON", schema.name
+            )
+        if len(self._formats) >= 256:
+            self._formats.clear()
+        self._formats[key] = (schema, response_format)
+        return response_format
 
     def _unload(self) -> None:
         if self._llama is not None:
@@ -234,60 +258,17 @@ class LocalBackend:
             self._llama = None
 
 
-def _plain(value: Any) -> Any:
-    """A JSON schema as plain dicts and lists (schemas may be built from read-only mappings)."""
-    if isinstance(value, Mapping):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, Sequence) and not isinstance(value, str):
-        return [_plain(item) for item in value]
-    return value
-
-
-def bounded_schema(schema: dict[str, Any], max_tokens: int) -> dict[str, Any]:
-    """The schema as a grammar that always closes within ``max_tokens``.
-
-    A small model tends to ramble in a free-text field until the token limit cuts the JSON in
-    half. The grammar bounds every unbounded array to a few items of short strings (ids, tags)
-    and splits about one character per allowed token among the free-text strings (a token is
-    1-4 characters, so the JSON closes in time). Only the grammar is bounded: replies are still
-    validated against the role's own schema.
-    """
-    free_strings = _count_free_strings(schema)
-    per_string = max(32, max_tokens // (free_strings + 1))
-    bounded: dict[str, Any] = _bound(schema, per_string)
-    return bounded
-
-
-_ARRAY_ITEMS = 5
-_ITEM_STRING_CHARS = 20
-
-
-def _is_free_string(node: dict[str, Any]) -> bool:
-    return node.get("type") == "string" and "enum" not in node
-
-
-def _count_free_strings(node: dict[str, Any]) -> int:
-    """Free-text strings outside arrays (array contents get their own small bound)."""
-    if _is_free_string(node):
-        return 1
-    properties = node.get("properties", {})
-    return sum(
-        _count_free_strings(child) for child in properties.values() if isinstance(child, dict)
+def grammar_accepted(llama_cpp: Any, schema: Mapping[str, Any]) -> bool:
+    """Whether llama.cpp's grammar parser takes the grammar llama-cpp-python builds from
+    ``schema`` (sampling with one it refuses crashes the process)."""
+    try:
+        grammar = llama_cpp.llama_grammar.LlamaGrammar.from_json_schema(json.dumps(schema))
+    except Exception:  # the converter's own refusal: llama-cpp-python would fall back to JSON
+        return False
+    sampler = llama_cpp.llama_sampler_init_grammar(
+        None, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8")
     )
-
-
-def _bound(node: Any, per_string: int) -> Any:
-    if not isinstance(node, dict):
-        return node
-    bounded = dict(node)
-    if _is_free_string(bounded):
-        bounded["maxLength"] = min(int(bounded.get("maxLength", per_string)), per_string)
-    if bounded.get("type") == "array":
-        bounded["maxItems"] = min(int(bounded.get("maxItems", _ARRAY_ITEMS)), _ARRAY_ITEMS)
-        items = bounded.get("items")
-        if isinstance(items, dict):
-            share = _ITEM_STRING_CHARS if _is_free_string(items) else per_string // _ARRAY_ITEMS
-            bounded["items"] = _bound(items, max(_ITEM_STRING_CHARS, share))
-    if isinstance(bounded.get("properties"), dict):
-        bounded["properties"] = {k: _bound(v, per_string) for k, v in bounded["properties"].items()}
-    return bounded
+    if not sampler:
+        return False
+    llama_cpp.llama_sampler_free(sampler)
+    return True

@@ -67,7 +67,8 @@ class SchemaValidators:
             if len(self._by_id) >= _MAX_VALIDATORS:
                 self._by_id.clear()  # callers building a schema per call must not grow this forever
             # Keep the schema object referenced so its id cannot be reused by another one.
-            entry = (schema, Draft202012Validator(dict(schema.schema)))
+            checked = schema.schema if schema.accepts is None else schema.accepts
+            entry = (schema, Draft202012Validator(dict(checked)))
             self._by_id[id(schema)] = entry
         found = best_match(entry[1].iter_errors(value))
         if found is None:

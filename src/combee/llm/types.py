@@ -25,6 +25,9 @@ class JsonSchema:
 
     name: str
     schema: Mapping[str, Any]
+    accepts: Mapping[str, Any] | None = None
+    """What a reply is validated against when the caller repairs more than ``schema`` admits
+    (``schema`` still constrains decoding); None: ``schema`` itself."""
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,10 @@ for the role, in a way that makes learning observable:
   the question's topic (the formula name), a wrong answer otherwise; cites bullet ids it saw.
 - reflector: a key insight naming the topic; tags the cited bullets.
 - curator: one ADD per new key insight (not in the playbook, not repeated in the call).
-- merge: the union of the local updates' ADDs, de-duplicated by content.
+- merge: by reference to the numbered operations, keeps every distinct one and drops the exact
+  repeats (same text, ignoring case and spacing).
+- summarize: every distinct key insight of the reflections (or earlier summaries) it condenses;
+  the curator reads each lesson of such a summary as it reads a reflection's.
 
 A simulated task whose gold answers are ``scripted_answer(question)`` is therefore solved once the
 playbook holds a lesson about the question's formula. Pure functions, no I/O.
@@ -29,6 +32,7 @@ _DEFINITION_RE = re.compile(r"Formula:\s*(?P<name>[^=\n]+?)\s*=")
 _BULLET_RE = re.compile(r"^\[(?P<id>[a-z]+-\d{5,})\] helpful=\d+ harmful=\d+ :: (?P<text>.*)$")
 _REFLECTION_RE = re.compile(r"^### Reflection \d+\s*$", re.MULTILINE)
 _UPDATE_RE = re.compile(r"^### Local update \d+\s*$", re.MULTILINE)
+_NUMBERED_RE = re.compile(r"^#(?P<number>\d+) (?P<op>\{.*\})\s*$", re.MULTILINE)
 _SPACE_RE = re.compile(r"\s+")
 
 
@@ -143,31 +147,75 @@ def _curator(prompt: str) -> dict[str, Any]:
             section = sections[_digest(content) % len(sections)]
             operations.append({"type": "ADD", "section": section, "content": content})
     reasoning = f"{len(operations)} new lesson(s) from the reflections."
-    return {"reasoning": reasoning, "operations": operations}
+    return {"operations": operations, "reasoning": reasoning}
+
+
+def numbered_operations(prompt: str) -> dict[int, Any]:
+    """The operations a merge prompt lists (``#3 {...}`` lines under the local updates), by
+    number."""
+    found: dict[int, Any] = {}
+    updates = _UPDATE_RE.search(prompt)
+    for match in _NUMBERED_RE.finditer(prompt[updates.start() if updates else len(prompt) :]):
+        try:
+            found[int(match["number"])] = json.loads(match["op"])
+        except ValueError:
+            continue
+    return found
 
 
 def _merge(prompt: str) -> dict[str, Any]:
+    """Keep each distinct operation, drop the repeats of one kept earlier."""
     seen: set[str] = set()
-    operations = []
-    for chunk in _UPDATE_RE.split(prompt)[1:]:
-        start = chunk.find("```json")
-        if start < 0:
-            continue
-        try:
-            ops, _ = json.JSONDecoder().raw_decode(chunk[start + len("```json") :].lstrip())
-        except ValueError:
-            continue
-        for op in ops if isinstance(ops, list) else []:
-            if not isinstance(op, dict) or op.get("type") != "ADD":
-                continue
-            key = _normal(str(op.get("content", ""))).casefold()
-            if key and key not in seen:
-                seen.add(key)
-                operations.append(op)
-    return {"reasoning": "The union of the local updates' additions.", "operations": operations}
+    keep: list[int] = []
+    drop: list[int] = []
+    for number, op in sorted(numbered_operations(prompt).items()):
+        text = op.get("content") if isinstance(op, dict) else None
+        key = _normal(text).casefold() if isinstance(text, str) else json.dumps(op, sort_keys=True)
+        (drop if key in seen else keep).append(number)
+        seen.add(key)
+    reasoning = f"{len(keep)} distinct operation(s) kept, {len(drop)} repeat(s) dropped."
+    return {"keep": keep, "combine": [], "drop": drop, "reasoning": reasoning}
 
 
-_ROLES = {"generator": _generator, "reflector": _reflector, "curator": _curator, "merge": _merge}
+_INSIGHT_RE = re.compile(r"^\s*key_insight: (.+)$", re.MULTILINE)
+
+
+def _summarize(prompt: str) -> dict[str, Any]:
+    """Condense reflections (or earlier summaries): every distinct key insight, in order."""
+    chunks = _REFLECTION_RE.split(prompt)[1:]
+    insights: list[str] = []
+    for found in _INSIGHT_RE.findall(prompt):
+        text = _normal(found)
+        if text not in insights:
+            insights.append(text)
+    return {
+        "reasoning": f"{len(insights)} distinct lesson(s) in {len(chunks)} reflection(s).",
+        "summary": f"{len(chunks)} reflection(s) teach {len(insights)} distinct lesson(s).",
+        "key_insights": insights,
+    }
+
+
+def _curator_reading_summaries(prompt: str) -> dict[str, Any]:
+    """The curator, where a condensed reflection (one ``key_insight`` line per lesson) counts
+    as one reflection per lesson, so that each of its lessons is learned."""
+    head, *chunks = _REFLECTION_RE.split(prompt)
+    parts = [head]
+    for chunk in chunks:
+        lessons = _INSIGHT_RE.findall(chunk)
+        if len(lessons) > 1:
+            parts.extend(f"\nkey_insight: {lesson}\n" for lesson in lessons)
+        else:
+            parts.append(chunk)
+    return _curator("### Reflection 0\n".join(parts))
+
+
+_ROLES = {
+    "generator": _generator,
+    "reflector": _reflector,
+    "curator": _curator_reading_summaries,
+    "merge": _merge,
+    "summarize": _summarize,
+}
 
 
 def _role(body: Mapping[str, Any], messages: list[Mapping[str, Any]]) -> str | None:

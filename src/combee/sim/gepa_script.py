@@ -7,6 +7,8 @@ valid JSON for the role, so that prompt learning is observable:
   mentions the question's topic (its formula name), a wrong answer otherwise.
 - proposal: the current instruction plus one rule per topic of a wrong example.
 - merge: the current instruction plus every rule line of the revisions, each once.
+- summarize: one ``- Wrong: Use formula X to answer.`` (or ``- Correct: ...``) line per topic of
+  the examples, each once; the proposal reads every line of such a summary as an example.
 - stock: gepa's own instruction-proposal prompt (plain text, no schema), answered like a
   proposal, the new instruction inside a ``` block as gepa expects.
 
@@ -77,7 +79,7 @@ def _wrong_rules(examples: list[str]) -> list[str]:
 
 def _proposal(system: str, user: str) -> dict[str, Any]:
     current = _block(user, "current_instruction")
-    examples = _EXAMPLE_RE.split(_block(user, "examples"))[1:]
+    examples = _summary_lines(_EXAMPLE_RE.split(_block(user, "examples"))[1:])
     rules = _wrong_rules(examples)
     return {
         "reasoning": f"{len(rules)} of {len(examples)} examples were wrong.",
@@ -106,8 +108,43 @@ def _merge(system: str, user: str) -> dict[str, Any]:
     }
 
 
-_ROLES = {"gepa_generator": _generator, "gepa_proposal": _proposal, "gepa_merge": _merge}
-_SYSTEMS = {"gepa_proposal": prompts.PROPOSAL_SYSTEM, "gepa_merge": prompts.MERGE_SYSTEM}
+_SUMMARY_LINE_RE = re.compile(r"^[ \t]*(- (?:Wrong|Correct): .*)$", re.MULTILINE)
+
+
+def _summary_lines(examples: list[str]) -> list[str]:
+    """The examples, with each summary (lines ``- Wrong: ...``) split into one per line."""
+    expanded: list[str] = []
+    for chunk in examples:
+        expanded.extend(_SUMMARY_LINE_RE.findall(chunk) or [chunk])
+    return expanded
+
+
+def _summarize(system: str, user: str) -> dict[str, Any]:
+    examples = _summary_lines(_EXAMPLE_RE.split(_block(user, "examples"))[1:])
+    lines: list[str] = []
+    for chunk in examples:
+        verdict = "Wrong" if "Wrong" in chunk or "No answer" in chunk else "Correct"
+        line = f"- {verdict}: Use formula {topic_of(chunk)} to answer."
+        if line not in lines:
+            lines.append(line)
+    wrong = sum(line.startswith("- Wrong") for line in lines)
+    return {
+        "reasoning": f"{len(examples)} examples, {wrong} wrong topic(s).",
+        "summary": "\n".join(lines),
+    }
+
+
+_ROLES = {
+    "gepa_generator": _generator,
+    "gepa_proposal": _proposal,
+    "gepa_merge": _merge,
+    "gepa_summarize": _summarize,
+}
+_SYSTEMS = {
+    "gepa_proposal": prompts.PROPOSAL_SYSTEM,
+    "gepa_merge": prompts.MERGE_SYSTEM,
+    "gepa_summarize": prompts.SUMMARIZE_SYSTEM,
+}
 
 
 def gepa_role(body: Mapping[str, Any]) -> str | None:

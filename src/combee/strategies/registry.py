@@ -1,8 +1,10 @@
-"""Strategies by name: ``sequential``, ``naive``, ``combee``, and any strategy registered from
-Python (``STRATEGIES.register``) or by a plugin's ``combee.strategies`` entry point.
+"""Strategies by name: ``sequential``, ``naive``, ``combee``, the paper's baselines ``topk``,
+``summarize`` and ``hier-summarize``, and any strategy registered from Python
+(``STRATEGIES.register``) or by a plugin's ``combee.strategies`` entry point.
 
-A factory is called with the options it accepts of ``p`` (duplication), ``fan_in`` and
-``seed``. The same strategies serve every method (ACE's curator, GEPA's proposer).
+A factory is called with the options it accepts of ``p`` (duplication), ``fan_in``, ``seed``
+and ``top_k`` (``topk``'s cluster count; None: its default). The same strategies serve every
+method (ACE's curator, GEPA's proposer).
 """
 
 from __future__ import annotations
@@ -12,16 +14,23 @@ from combee.plugins import Registry
 from combee.strategies.combee import CombeeStrategy
 from combee.strategies.naive import NaiveStrategy
 from combee.strategies.sequential import SequentialStrategy
+from combee.strategies.summarize import HierSummarizeStrategy, SummarizeStrategy
+from combee.strategies.topk import TopKStrategy
 
 STRATEGIES: Registry[Strategy] = Registry("strategy", "combee.strategies", setting="strategy")
 STRATEGIES.register("sequential", SequentialStrategy)
 STRATEGIES.register("naive", NaiveStrategy)
 STRATEGIES.register("combee", CombeeStrategy)
+STRATEGIES.register("topk", TopKStrategy)
+STRATEGIES.register("summarize", SummarizeStrategy)
+STRATEGIES.register("hier-summarize", HierSummarizeStrategy)
 
-STRATEGY_NAMES = ("sequential", "naive", "combee")
+STRATEGY_NAMES = ("sequential", "naive", "combee", "topk", "summarize", "hier-summarize")
 """The built-in strategies."""
 
 
-def get_strategy(name: str, *, p: int = 2, fan_in: int = 32, seed: int = 0) -> Strategy:
+def get_strategy(
+    name: str, *, p: int = 2, fan_in: int = 32, seed: int = 0, top_k: int | None = None
+) -> Strategy:
     """The strategy called ``name``; ConfigError for an unknown name or a bad setting."""
-    return STRATEGIES.create(name, p=p, fan_in=fan_in, seed=seed)
+    return STRATEGIES.create(name, p=p, fan_in=fan_in, seed=seed, top_k=top_k)

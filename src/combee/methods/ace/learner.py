@@ -40,7 +40,19 @@ class AceLearner(LoopLearner[Playbook]):
             stats["ops_applied"] = len(applied.applied)
             stats["ops_rejected"] = len(applied.rejected)
             stats["bullets_evicted"] = len(applied.evicted)
+            stats["lessons_dropped"] = dict(sorted(applied.dropped.items()))
+            stats["lessons_repaired"] = dict(sorted(applied.repaired.items()))
+            stats["lessons_combined"] = applied.combined
         return stats
+
+    def results(self) -> Mapping[str, Any]:
+        """The whole run's lessons dropped (by reason), repaired (by defect) and combined."""
+        counts = self.ace.lessons
+        return {
+            "lessons_dropped": dict(sorted(counts.dropped.items())),
+            "lessons_repaired": dict(sorted(counts.repaired.items())),
+            "lessons_combined": counts.combined,
+        }
 
 
 def _parse(text: str) -> Playbook:

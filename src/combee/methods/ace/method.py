@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from combee.core.types import Reflection, Trajectory
-from combee.errors import ConfigError
+from combee.errors import ConfigError, LLMCallError
 from combee.llm.types import ChatModel, JsonSchema, Message
-from combee.methods.ace import prompts, schemas
+from combee.methods.ace import merging, prompts, schemas
 from combee.methods.ace.operations import ApplyResult, apply_operations
 from combee.methods.ace.playbook import Playbook
+from combee.methods.ace.summary import summary_of
 from combee.methods.ace.update import AceUpdate
 from combee.tasks.base import Sample, Score
 
@@ -51,7 +53,10 @@ class AceMethod:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.last_apply: ApplyResult | None = None
-        """The result of the latest :meth:`apply` (applied, rejected and evicted operations)."""
+        """The result of this iteration's :meth:`apply` (applied, rejected, evicted, dropped and
+        repaired); :meth:`tally` starts an iteration and clears it."""
+        self.lessons = LessonCounts()
+        """Lessons dropped, repaired and combined over every :meth:`apply` so far."""
 
     async def _ask(
         self, messages: Sequence[Message], role: str, schema: JsonSchema
@@ -91,32 +96,55 @@ class AceMethod:
         if not reflections:
             return AceUpdate(source="none")
         messages = prompts.curator_messages(context, reflections, token_budget=self.token_budget)
-        return _update(await self._ask(messages, "curator", schemas.CURATOR), "curator")
+        schema = schemas.curator_schema(tuple(s.key for s in context.sections))
+        return _update(await self._ask(messages, "curator", schema), "curator")
 
     async def merge(self, context: Playbook, updates: Sequence[AceUpdate]) -> AceUpdate:
+        """One call that answers by reference (keep, combine, drop the numbered operations);
+        when it fails or places nothing that applies, the union of the local updates."""
         useful = [u for u in updates if u.operations]
+        idle = [u for u in updates if not u.operations]
         if not useful:
-            return AceUpdate(source="none")
+            return merging.carried(AceUpdate(source="none"), idle)
         if len(useful) == 1:
-            return useful[0]
+            return merging.carried(useful[0], idle)
+        count = len(merging.operations_of(useful))
         messages = prompts.merge_messages(context, useful, token_budget=self.token_budget)
-        merged = _update(await self._ask(messages, "merge", schemas.MERGE), "merge")
-        if apply_operations(context, merged.operations, token_budget=self.token_budget).applied:
-            return merged
-        # Curators only propose what is new, so a merge with no operation that applies has
-        # dropped the lessons (small models do): keep the local updates, in order; apply
-        # rejects what is invalid or duplicated among them.
+        try:
+            reply = await self._ask(messages, "merge", schemas.merge_schema(count))
+        except LLMCallError as error:
+            log.warning("merge call failed (%s); applying the %d local updates", error, len(useful))
+            return merging.carried(merging.union(useful), idle)
+        merged = merging.resolve_merge(useful, reply)
+        if merged is not None and self._applies(context, merged):
+            return merging.carried(merged, idle)
+        # Curators only propose what is new, so a merge that keeps nothing that applies has
+        # dropped the lessons (small models do): keep the local updates instead.
         log.warning(
             "merge kept no valid operation of %d local updates; keeping the updates", len(useful)
         )
-        return AceUpdate(
-            operations=[op for update in useful for op in update.operations],
-            reasoning=merged.reasoning,
-            source="merge-fallback",
+        return merging.carried(merging.union(useful, str(reply.get("reasoning", ""))), idle)
+
+    async def condense(self, context: Playbook, reflections: Sequence[Reflection]) -> Reflection:
+        """One ``summarize`` call: the reflections' (or earlier summaries') lessons in one
+        :class:`~combee.methods.ace.summary.Summary` (the ``summarize`` strategies' step)."""
+        if not reflections:
+            return summary_of({}, reflections)
+        messages = prompts.summarize_messages(reflections)
+        return summary_of(await self._ask(messages, "summarize", schemas.SUMMARIZE), reflections)
+
+    def _applies(self, context: Playbook, update: AceUpdate) -> bool:
+        trial = apply_operations(
+            context, update.operations, token_budget=self.token_budget, quiet=True
         )
+        return bool(trial.applied)
 
     def tally(self, context: Playbook, reflections: Sequence[Reflection]) -> Playbook:
-        """Count the reflectors' bullet tags: helpful and harmful add one to that counter."""
+        """Count the reflectors' bullet tags: helpful and harmful add one to that counter.
+
+        Called once at the start of each iteration's update, it also clears :attr:`last_apply`.
+        """
+        self.last_apply = None
         helpful: Counter[str] = Counter()
         harmful: Counter[str] = Counter()
         for reflection in reflections:
@@ -132,14 +160,37 @@ class AceMethod:
         return context.with_counts(helpful, harmful)
 
     def apply(self, context: Playbook, update: AceUpdate) -> Playbook:
-        self.last_apply = apply_operations(
-            context, update.operations, token_budget=self.token_budget
+        result = apply_operations(context, update.operations, token_budget=self.token_budget)
+        self.last_apply = dataclasses.replace(
+            result,
+            dropped=dict(Counter(update.dropped) + Counter(result.dropped)),
+            repaired=dict(Counter(update.repaired) + Counter(result.repaired)),
+            combined=update.combined,
         )
-        return self.last_apply.playbook
+        self.lessons.add(self.last_apply)
+        return result.playbook
+
+
+class LessonCounts:
+    """Running totals of what :meth:`AceMethod.apply` reported."""
+
+    def __init__(self) -> None:
+        self.dropped: Counter[str] = Counter()
+        self.repaired: Counter[str] = Counter()
+        self.combined = 0
+
+    def add(self, result: ApplyResult) -> None:
+        self.dropped.update(result.dropped)
+        self.repaired.update(result.repaired)
+        self.combined += result.combined
 
 
 def _update(reply: Mapping[str, Any], source: str) -> AceUpdate:
     operations = reply.get("operations")
+    if isinstance(operations, Mapping):
+        operations = [operations]  # one operation written without its list
     items = operations if isinstance(operations, list) else []
     ops = [dict(op) for op in items if isinstance(op, Mapping)]
-    return AceUpdate(operations=ops, reasoning=str(reply.get("reasoning", "")), source=source)
+    dropped = {"not_an_object": len(items) - len(ops)} if len(ops) < len(items) else {}
+    reasoning = str(reply.get("reasoning", ""))
+    return AceUpdate(operations=ops, reasoning=reasoning, source=source, dropped=dropped)

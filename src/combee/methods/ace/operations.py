@@ -8,8 +8,14 @@ Operations are plain JSON objects, as the curator writes them:
   bullet in the first bullet's section, counters summed, the merged bullets removed)
 - ``{"type": "DELETE", "bullet_id": "str-00003"}``
 
-Each operation is checked against the playbook as the earlier operations left it. An invalid one
-is rejected with a reason and logged; the rest still apply. The input playbook never changes.
+Each operation is checked against the playbook as the earlier operations left it. A lesson is not
+lost to its form: defects a reader can see through are repaired, logged and counted (a missing or
+unknown section files the lesson under the catch-all section; a bullet id with brackets, spaces,
+capitals, a wrong slug or missing zeros names the bullet with that number; a missing type is read
+off the fields; an ADD's stray ``bullet_id`` is ignored; an UPDATE or MERGE whose bullets never
+existed adds its text as a new bullet). What still cannot apply (no text, a duplicate, a bullet this
+update already removed) is rejected with a reason and logged; the rest still apply. The input
+playbook never changes.
 
 Token budget: after the operations, while the playbook's :meth:`~Playbook.token_count` exceeds the
 budget, the bullet with the lowest ``helpful - harmful`` is evicted, the oldest (lowest id number)
@@ -21,15 +27,20 @@ budget smaller than its headers.
 from __future__ import annotations
 
 import logging
+import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from combee.methods.ace.playbook import Bullet, Playbook, count_tokens, normalize_content
+from combee.methods.ace.playbook import Bullet, Playbook, Section, count_tokens, normalize_content
 
 logger = logging.getLogger(__name__)
 
 OP_TYPES: tuple[str, ...] = ("ADD", "UPDATE", "MERGE", "DELETE")
+
+_ID_RE = re.compile(r"([a-z]+)\s*-\s*(\d+)")
+_NUMBER_RE = re.compile(r"\d+")
 
 
 @dataclass(frozen=True)
@@ -43,31 +54,50 @@ class ApplyResult:
     """(operation as given, why it was rejected)."""
     evicted: list[str] = field(default_factory=list)
     """Ids of bullets removed to meet the token budget, in eviction order."""
+    dropped: dict[str, int] = field(default_factory=dict)
+    """Lessons that did not reach the playbook, counted by reason (one per rejected operation,
+    plus what the update itself dropped before it was applied)."""
+    repaired: dict[str, int] = field(default_factory=dict)
+    """Operations that applied after a repair, counted by the defect repaired."""
+    combined: int = 0
+    """Operations the update's merge folded into combined ones (set by the caller)."""
 
 
 class _Rejected(Exception):
-    pass
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _dedup_key(text: str) -> str:
     return normalize_content(text).casefold()
 
 
-def _bullet_id(value: Any, name: str = "bullet_id") -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise _Rejected(f"{name} must be a non-empty string")
-    # Small models often copy the brackets of the rendered form.
-    return value.strip().strip("[]").strip()
-
-
 def _content(op: Mapping[str, Any]) -> str:
     value = op.get("content")
     if not isinstance(value, str):
-        raise _Rejected("content must be a string")
+        raise _Rejected("no_content", "content must be a string")
     text = normalize_content(value)
     if not text:
-        raise _Rejected("content is empty")
+        raise _Rejected("no_content", "content is empty")
     return text
+
+
+def _kind(op: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """The operation type, and the repair it took to read it (None: as written)."""
+    raw = op.get("type")
+    if raw is None and isinstance(op.get("content"), str):
+        if isinstance(op.get("bullet_ids"), list):
+            return "MERGE", "missing_type"
+        return ("UPDATE" if op.get("bullet_id") is not None else "ADD"), "missing_type"
+    if not isinstance(raw, str):
+        return raw, None
+    kind = raw.strip().upper()
+    if kind not in OP_TYPES:
+        words = re.findall(r"[A-Z]+", kind)
+        found = [t for t in OP_TYPES if t in words]
+        kind = found[0] if len(found) == 1 else kind
+    return kind, ("type_format" if kind in OP_TYPES and kind != raw else None)
 
 
 class _Draft:
@@ -76,62 +106,117 @@ class _Draft:
     def __init__(self, playbook: Playbook) -> None:
         self.base = playbook
         self.bullets: dict[str, Bullet] = {b.id: b for b in playbook.bullets}
+        self.removed: dict[int, str] = {}
         self.next_id = playbook.next_id
+        self.repairs: list[tuple[str, str]] = []
 
-    def existing(self, bullet_id: str) -> Bullet:
-        bullet = self.bullets.get(bullet_id)
-        if bullet is None:
-            raise _Rejected(f"unknown bullet {bullet_id}")
-        return bullet
+    def repair(self, code: str, note: str) -> None:
+        self.repairs.append((code, note))
+
+    def find(self, value: Any, name: str = "bullet_id") -> Bullet | None:
+        """The bullet ``value`` names, None when it names no bullet that ever existed.
+
+        Raises :class:`_Rejected` for a value that is no id at all, or for a bullet that an
+        earlier operation of this update removed.
+        """
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str) or not value.strip():
+            raise _Rejected("bad_bullet_id", f"{name} must be a non-empty string")
+        if value in self.bullets:
+            return self.bullets[value]
+        text = value.strip().strip("[]").strip().casefold()
+        match = _ID_RE.search(text)
+        number = _NUMBER_RE.search(text)
+        wanted = int(match[2]) if match else int(number[0]) if number else None
+        slug = match[1] if match else None
+        if wanted is None:
+            return None
+        removed = self.removed.get(wanted)
+        if removed is not None and slug in (None, removed.split("-")[0]):
+            raise _Rejected("removed_bullet", f"unknown bullet {removed}")
+        for bullet in self.bullets.values():
+            # Numbers are global, but a slug that disagrees may mean another lesson: no guess.
+            if bullet.number == wanted and slug in (None, bullet.id.split("-")[0]):
+                self.repair("bullet_id_format", f"{name} {value!r} read as {bullet.id}")
+                return bullet
+        return None
 
     def check_unique(self, content: str, ignore: Iterable[str] = ()) -> None:
         key = _dedup_key(content)
         skip = set(ignore)
         for bullet in self.bullets.values():
             if bullet.id not in skip and _dedup_key(bullet.content) == key:
-                raise _Rejected(f"content duplicates bullet {bullet.id}")
+                raise _Rejected("duplicate", f"content duplicates bullet {bullet.id}")
 
-    def create(self, section: str, content: str, helpful: int = 0, harmful: int = 0) -> str:
-        found = self.base.section(section)
-        assert found is not None
-        bullet_id = f"{found.slug}-{self.next_id:05d}"
+    def create(self, section: Section, content: str, helpful: int = 0, harmful: int = 0) -> str:
+        bullet_id = f"{section.slug}-{self.next_id:05d}"
         self.next_id += 1
-        self.bullets[bullet_id] = Bullet(bullet_id, found.key, content, helpful, harmful)
+        self.bullets[bullet_id] = Bullet(bullet_id, section.key, content, helpful, harmful)
         return bullet_id
+
+    def remove(self, bullet: Bullet) -> None:
+        del self.bullets[bullet.id]
+        self.removed[bullet.number] = bullet.id
 
     def playbook(self) -> Playbook:
         return self.base.with_bullets(self.bullets.values(), next_id=self.next_id)
 
     def apply(self, op: Any) -> dict[str, Any]:
+        self.repairs = []
         if not isinstance(op, Mapping):
-            raise _Rejected("operation is not an object")
-        kind = op.get("type")
-        kind = kind.strip().upper() if isinstance(kind, str) else kind
+            raise _Rejected("not_an_object", "operation is not an object")
+        kind, how = _kind(op)
+        if how is not None:
+            self.repair(how, f"type {op.get('type')!r} read as {kind}")
         if kind == "ADD":
-            return self._add(op)
+            if op.get("bullet_id") is not None or op.get("bullet_ids") is not None:
+                self.repair("stray_bullet_id", "an ADD names no bullet; its bullet id is ignored")
+            return self._add(op, self._section(op))
         if kind == "UPDATE":
             return self._update(op)
         if kind == "MERGE":
             return self._merge(op)
         if kind == "DELETE":
-            bullet_id = self.existing(_bullet_id(op.get("bullet_id"))).id
-            del self.bullets[bullet_id]
-            return {"type": "DELETE", "bullet_id": bullet_id}
-        raise _Rejected(f"unknown operation type {kind!r}; use one of {', '.join(OP_TYPES)}")
+            bullet = self.find(op.get("bullet_id"))
+            if bullet is None:
+                raise _Rejected("unknown_bullet", f"unknown bullet {op.get('bullet_id')}")
+            self.remove(bullet)
+            return {"type": "DELETE", "bullet_id": bullet.id}
+        allowed = ", ".join(OP_TYPES)
+        raise _Rejected("unknown_type", f"unknown operation type {kind!r}; use one of {allowed}")
 
-    def _add(self, op: Mapping[str, Any]) -> dict[str, Any]:
+    def _section(self, op: Mapping[str, Any], fallback: Section | None = None) -> Section:
         name = op.get("section")
         section = self.base.section(name) if isinstance(name, str) else None
-        if section is None:
-            allowed = ", ".join(s.key for s in self.base.sections)
-            raise _Rejected(f"unknown section {name!r}; allowed: {allowed}")
+        if section is not None:
+            return section
+        if fallback is not None:
+            return fallback
+        catch_all = self.base.catch_all
+        code = "missing_section" if name is None else "unknown_section"
+        self.repair(code, f"section {name!r} is not a section; filed under {catch_all.key!r}")
+        return catch_all
+
+    def _add(self, op: Mapping[str, Any], section: Section) -> dict[str, Any]:
         content = _content(op)
         self.check_unique(content)
-        new_id = self.create(section.key, content)
+        new_id = self.create(section, content)
         return {"type": "ADD", "section": section.key, "content": content, "new_id": new_id}
 
+    def _as_add(self, op: Mapping[str, Any], code: str, named: Any) -> dict[str, Any]:
+        """An UPDATE or MERGE of bullets that never existed: its text becomes a new bullet (in
+        the section its id's slug names, when it names one)."""
+        _content(op)
+        slug = _ID_RE.search(named.casefold()) if isinstance(named, str) else None
+        section = self._section(op, fallback=self.base.by_slug(slug[1]) if slug else None)
+        self.repair(code, f"no bullet {named!r}; the text is added as a new bullet")
+        return self._add(op, section)
+
     def _update(self, op: Mapping[str, Any]) -> dict[str, Any]:
-        old = self.existing(_bullet_id(op.get("bullet_id")))
+        old = self.find(op.get("bullet_id"))
+        if old is None:
+            return self._as_add(op, "update_to_add", op.get("bullet_id"))
         content = _content(op)
         self.check_unique(content, ignore=[old.id])
         self.bullets[old.id] = Bullet(old.id, old.section, content, old.helpful, old.harmful)
@@ -139,18 +224,37 @@ class _Draft:
 
     def _merge(self, op: Mapping[str, Any]) -> dict[str, Any]:
         raw = op.get("bullet_ids")
+        if isinstance(raw, str):
+            raw = [raw]
         if not isinstance(raw, list):
-            raise _Rejected("bullet_ids must be a list of bullet ids")
-        ids = list(dict.fromkeys(_bullet_id(v, "each of bullet_ids") for v in raw))
-        if len(ids) < 2:
-            raise _Rejected("MERGE needs at least two distinct bullet_ids")
-        merged = [self.existing(i) for i in ids]
+            raise _Rejected("bad_bullet_id", "bullet_ids must be a list of bullet ids")
+        found: dict[str, Bullet] = {}
+        for value in raw:
+            try:
+                bullet = self.find(value, "each of bullet_ids")
+            except _Rejected as why:
+                if why.code != "bad_bullet_id":
+                    raise
+                bullet = None
+            if bullet is not None:
+                found.setdefault(bullet.id, bullet)
+        merged = list(found.values())
+        if len(merged) < len(raw):
+            self.repair("merge_partial", f"MERGE of {raw!r} keeps the bullets that exist")
+        if not merged:
+            return self._as_add(op, "merge_to_add", raw[0] if raw else None)
+        if len(merged) == 1:
+            self.repair("merge_to_update", f"MERGE of one bullet updates {merged[0].id}")
+            return self._update({**op, "bullet_id": merged[0].id})
+        ids = [b.id for b in merged]
         content = _content(op)
         self.check_unique(content, ignore=ids)
         for bullet in merged:
-            del self.bullets[bullet.id]
+            self.remove(bullet)
+        section = self.base.section(merged[0].section)
+        assert section is not None
         new_id = self.create(
-            merged[0].section,
+            section,
             content,
             helpful=sum(b.helpful for b in merged),
             harmful=sum(b.harmful for b in merged),
@@ -177,30 +281,52 @@ def _evict(playbook: Playbook, token_budget: int) -> tuple[Playbook, list[str]]:
 
 
 def apply_operations(
-    playbook: Playbook, operations: Iterable[Any], *, token_budget: int | None
+    playbook: Playbook,
+    operations: Iterable[Any],
+    *,
+    token_budget: int | None,
+    quiet: bool = False,
 ) -> ApplyResult:
     """Apply ``operations`` in order to a copy of ``playbook``, then enforce ``token_budget``.
 
-    Never raises for a bad operation: it lands in ``rejected`` with the reason.
+    Never raises for a bad operation: it is repaired (counted in ``repaired``) or lands in
+    ``rejected`` with the reason (counted in ``dropped``). Each is logged unless ``quiet`` (a
+    trial application that is not the update itself).
     """
+    say = logger.debug if quiet else logger.info
     draft = _Draft(playbook)
     applied: list[dict[str, Any]] = []
     rejected: list[tuple[Any, str]] = []
+    dropped: Counter[str] = Counter()
+    repaired: Counter[str] = Counter()
     for op in operations:
         try:
             applied.append(draft.apply(op))
         except _Rejected as why:
-            logger.info("rejected playbook operation %r: %s", op, why)
+            say("rejected playbook operation %r: %s", op, why)
             rejected.append((op, str(why)))
+            dropped[why.code] += 1
+            continue
+        if draft.repairs:
+            notes = "; ".join(note for _, note in draft.repairs)
+            say("repaired playbook operation %r: %s", op, notes)
+            repaired.update({code for code, _ in draft.repairs})
     result = draft.playbook()
     evicted: list[str] = []
     if token_budget is not None:
         result, evicted = _evict(result, token_budget)
         if evicted:
-            logger.info(
+            say(
                 "evicted %d bullet(s) to meet the %d-token budget: %s",
                 len(evicted),
                 token_budget,
                 ", ".join(evicted),
             )
-    return ApplyResult(playbook=result, applied=applied, rejected=rejected, evicted=evicted)
+    return ApplyResult(
+        playbook=result,
+        applied=applied,
+        rejected=rejected,
+        evicted=evicted,
+        dropped=dict(dropped),
+        repaired=dict(repaired),
+    )

@@ -62,13 +62,16 @@ class Section:
     slug: str
 
 
+CATCH_ALL_KEY = "other"
+"""The key of the section that takes a lesson whose section is missing or unknown."""
+
 DEFAULT_SECTIONS: tuple[Section, ...] = (
     Section("strategies", "Strategies and rules", "str"),
     Section("formulas", "Formulas and computation", "fml"),
     Section("mistakes", "Common mistakes", "mis"),
     Section("checks", "Verification checks", "chk"),
     Section("domain", "Domain knowledge", "dom"),
-    Section("other", "Other", "oth"),
+    Section(CATCH_ALL_KEY, "Other", "oth"),
 )
 
 
@@ -155,6 +158,19 @@ class Playbook:
             if wanted in (_key(section.key), _key(section.title), _key(section.slug)):
                 return section
         return None
+
+    @property
+    def catch_all(self) -> Section:
+        """Where a lesson goes when its section is missing or unknown: the section keyed
+        ``other`` (:data:`CATCH_ALL_KEY`), else the last section."""
+        for section in self.sections:
+            if section.key == CATCH_ALL_KEY:
+                return section
+        return self.sections[-1]
+
+    def by_slug(self, slug: str) -> Section | None:
+        """The section whose bullet ids start with ``slug``."""
+        return next((s for s in self.sections if s.slug == slug), None)
 
     def in_section(self, key: str) -> list[Bullet]:
         return [b for b in self.bullets if b.section == key]
@@ -262,6 +278,7 @@ EMPTY_PLAYBOOK = Playbook()
 """A playbook with the default sections and no bullets."""
 
 __all__ = [
+    "CATCH_ALL_KEY",
     "DEFAULT_SECTIONS",
     "EMPTY_PLAYBOOK",
     "Bullet",

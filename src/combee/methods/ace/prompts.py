@@ -6,7 +6,9 @@ headers (``### Reflection 3``, ``### Local update 2``) so a scripted test model 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from combee.core.types import Reflection, Trajectory
 from combee.llm.types import Message
@@ -46,19 +48,22 @@ Reply with one JSON object and nothing else:
  "bullet_tags": [{"id": "<cited bullet id>", "tag": "helpful|harmful|neutral"}]}"""
 
 CURATOR_SYSTEM = """\
-You curate a playbook of lessons for solving a task. You get the current playbook and a list of \
-reflections on recent attempts. Turn the lessons in them into edit operations on the playbook.
+You keep a playbook of lessons for solving a task. Below are the current playbook and \
+reflections on recent attempts, each ending in a key insight. Write the edit operations that put \
+those insights into the playbook.
 
-Rules:
-- Only add what the playbook does not already say. If a bullet covers a lesson, leave it, or \
-UPDATE it when the reflections sharpen or correct it.
-- Keep lessons specific: name the formula, the term, the conversion, the check. Drop vague advice.
-- Several reflections teaching the same lesson make one operation, not several.
-- MERGE bullets that overlap, DELETE bullets that the reflections show to be wrong.
-- Put each new bullet in one of the allowed sections, named by its key.
-- Respect the token budget: when the playbook outgrows it, the lowest-rated bullets are dropped, \
-so prefer tightening existing bullets to piling up new ones.
-- Reply with an empty operations list when there is nothing new to learn.
+How:
+- One operation for each distinct lesson the playbook does not state yet. Reflections that teach \
+the same lesson share one operation.
+- Each lesson is one complete rule, specific enough to act on: name the formula, term, unit or \
+check it is about. A lesson goes into one operation, whole; never split it over several.
+- A bullet that already states a lesson stays as it is, or gets an UPDATE when the reflections \
+sharpen or correct it. MERGE bullets that say the same thing; DELETE a bullet the reflections \
+show to be wrong.
+- File each new lesson under one of the allowed sections, by its key.
+- Mind the token budget: past it, the lowest-rated bullets are dropped, so sharpen bullets \
+rather than add near-copies.
+- The operations list is empty only when the playbook already states every lesson.
 
 Operations:
 {"type": "ADD", "section": "<section key>", "content": "<the lesson>"}
@@ -66,31 +71,27 @@ Operations:
 {"type": "MERGE", "bullet_ids": ["<id>", "<id>"], "content": "<one lesson replacing them>"}
 {"type": "DELETE", "bullet_id": "<id>"}
 
-Reply with one JSON object and nothing else:
-{"reasoning": "<which lessons are new and why>", "operations": [<operations>]}"""
+Reply with one JSON object and nothing else, operations first:
+{"operations": [<operations>], "reasoning": "<optional, one short sentence>"}"""
 
 MERGE_SYSTEM = """\
-You merge several proposed updates to one playbook into a single update. Each local update is a \
-list of edit operations that another curator proposed for the same current playbook, from a \
-different group of reflections.
+Several curators each proposed edit operations for the same playbook, from different groups of \
+reflections. Their operations are listed below, numbered #1, #2, ... across all the proposals. \
+Decide, by number, what the playbook gets:
 
-Rules:
-- Keep every specific, useful lesson from any local update.
-- Operations that teach the same lesson become one (keep the most precise wording, or combine them).
-- When updates conflict (one edits or deletes a bullet another relies on), choose the change best \
-supported and drop the other.
-- Do not repeat what the current playbook already says.
-- Use only bullet ids from the current playbook and only the allowed section keys.
-- Respect the token budget: prefer UPDATE and MERGE of overlapping bullets over new ADDs.
+- keep: operations applied exactly as written. Keep every operation that brings a lesson no \
+other kept operation brings.
+- combine: operations that teach the same lesson, given as their numbers and one text that \
+states it best (the most precise wording, or one rule joining both).
+- drop: operations that repeat another operation or the playbook, or that conflict with a \
+better-supported operation.
 
-Operations:
-{"type": "ADD", "section": "<section key>", "content": "<the lesson>"}
-{"type": "UPDATE", "bullet_id": "<id>", "content": "<the improved lesson>"}
-{"type": "MERGE", "bullet_ids": ["<id>", "<id>"], "content": "<one lesson replacing them>"}
-{"type": "DELETE", "bullet_id": "<id>"}
+Put every number in exactly one of keep, combine or drop. Kept operations are copied as they \
+are, so never rewrite them.
 
 Reply with one JSON object and nothing else:
-{"reasoning": "<how you combined the updates>", "operations": [<operations>]}"""
+{"keep": [<numbers>], "combine": [{"numbers": [<numbers>], "content": "<the combined lesson>"}], \
+"drop": [<numbers>], "reasoning": "<optional, one short sentence>"}"""
 
 SYSTEM_PROMPTS: dict[str, str] = {
     "generator": GENERATOR_SYSTEM,
@@ -102,6 +103,7 @@ SYSTEM_PROMPTS: dict[str, str] = {
 EMPTY_NOTE = "(The playbook has no bullets yet.)"
 REFLECTION_HEADER = "### Reflection {index}"
 UPDATE_HEADER = "### Local update {index}"
+OPERATION_LABEL = "#{number}"
 ALLOWED_SECTIONS_LABEL = "Allowed sections:"
 
 
@@ -167,10 +169,50 @@ def curator_messages(
     return _chat("curator", "\n\n".join(parts))
 
 
+def numbered_operation(number: int, operation: Mapping[str, Any]) -> str:
+    """One operation as the merge sees it: ``#<number> <the operation as JSON>``."""
+    return f"{OPERATION_LABEL.format(number=number)} {json.dumps(operation, ensure_ascii=False)}"
+
+
 def merge_messages(
     playbook: Playbook, updates: Sequence[AceUpdate], *, token_budget: int | None
 ) -> list[Message]:
+    """The merge call: every operation of ``updates`` numbered from 1, in order, under its
+    update's header (the numbers :func:`combee.methods.ace.merging.resolve_merge` reads)."""
     parts = [playbook_block(playbook), _budget_lines(playbook, token_budget)]
+    number = 0
     for index, update in enumerate(updates, start=1):
-        parts.append(f"{UPDATE_HEADER.format(index=index)}\n```json\n{update.render()}\n```")
+        lines = [UPDATE_HEADER.format(index=index)]
+        for operation in update.operations:
+            number += 1
+            lines.append(numbered_operation(number, operation))
+        parts.append("\n".join(lines))
     return _chat("merge", "\n\n".join(parts))
+
+
+SUMMARIZE_SYSTEM = """\
+You condense reflections on attempts at a task into one summary for a curator who maintains a \
+playbook of lessons. Each reflection (or earlier summary) below holds what went wrong or right \
+and the reusable lesson drawn from it.
+
+Rules:
+- Keep every distinct lesson, stated as one concrete, reusable rule that names the formula, \
+term, conversion or check involved. Never replace specific lessons with generic advice.
+- Lessons that say the same thing become one; keep the most precise wording.
+- Note in the summary which kinds of mistakes were frequent and which approaches worked.
+
+Reply with one JSON object and nothing else:
+{"reasoning": "<how you grouped the lessons>",
+ "summary": "<a short overview of what the reflections show>",
+ "key_insights": ["<one distinct, specific lesson per entry>"]}"""
+
+SYSTEM_PROMPTS["summarize"] = SUMMARIZE_SYSTEM
+
+
+def summarize_messages(reflections: Sequence[Reflection]) -> list[Message]:
+    """The condensing call over ``reflections`` (each under its ``### Reflection n`` header)."""
+    parts = [
+        f"{REFLECTION_HEADER.format(index=index)}\n{reflection.render()}"
+        for index, reflection in enumerate(reflections, start=1)
+    ]
+    return _chat("summarize", "\n\n".join(parts))

@@ -14,8 +14,14 @@ class AceUpdate:
     operations: list[dict[str, Any]] = field(default_factory=list)
     reasoning: str = ""
     source: str = ""
-    """Which role produced it: "curator", "merge", "merge-fallback" (the merge kept nothing, so
-    the local updates stand), or "none" when no call was needed."""
+    """Which role produced it: "curator", "merge", "merge-fallback" (the merge failed or kept
+    nothing, so the local updates stand), or "none" when no call was needed."""
+    dropped: dict[str, int] = field(default_factory=dict)
+    """Lessons left out before any apply (by a merge, or on the way to this update), by reason."""
+    repaired: dict[str, int] = field(default_factory=dict)
+    """Lessons recovered on the way to this update (e.g. ones a merge's reply did not list)."""
+    combined: int = 0
+    """Operations a merge folded into combined ones."""
 
     def render(self) -> str:
         """The operations as a JSON array, one operation per line."""

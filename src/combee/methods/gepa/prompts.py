@@ -80,3 +80,31 @@ def merge_messages(component: str, current: str, proposals: Sequence[str]) -> li
         "Write the single merged instruction."
     )
     return [{"role": "system", "content": MERGE_SYSTEM}, {"role": "user", "content": user}]
+
+
+SUMMARIZE_SYSTEM = (
+    "You condense feedback on an AI assistant's attempts at a task, so that one later revision "
+    "of its instruction can learn from all of them at once. Each example below is an attempt "
+    "(its inputs, output and feedback) or an earlier summary of attempts. Write one summary "
+    "that keeps every distinct mistake and lesson: which inputs or topics went wrong, the "
+    "correct approach or fact each one needed, and what worked. Merge repeats, but never drop a "
+    "specific lesson or replace it with generic advice. Reply with a JSON object holding "
+    "`reasoning` and `summary` (the condensed feedback)."
+)
+
+
+def summarize_messages(
+    component: str, current: str, records: Sequence[Mapping[str, Any]]
+) -> list[Message]:
+    """The condensing call over ``records`` (attempts or earlier summaries)."""
+    examples = "\n\n".join(
+        f"### Example {number}\n{render_value(record)}"
+        for number, record in enumerate(records, start=1)
+    )
+    user = (
+        f"Component: {component}\n\n"
+        f"<current_instruction>\n{current}\n</current_instruction>\n\n"
+        f"<examples>\n{examples}\n</examples>\n\n"
+        "Write the condensed feedback."
+    )
+    return [{"role": "system", "content": SUMMARIZE_SYSTEM}, {"role": "user", "content": user}]

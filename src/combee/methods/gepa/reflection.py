@@ -42,6 +42,7 @@ call over all records, a ``NaiveStrategy``)."""
 
 PROPOSAL_ROLE = "proposal"
 MERGE_ROLE = "merge"
+SUMMARIZE_ROLE = "summarize"
 _SEED_BITS = 31
 """Per-call seeds stay below 2**31, which every server accepts."""
 _RETRY_KEYS = 256
@@ -82,6 +83,7 @@ class _Unit:
     """Successful calls by their instruction (to find the call behind the final text)."""
     proposal_calls: int = 0
     merge_calls: int = 0
+    summary_calls: int = 0
     failed_calls: int = 0
     trace: ReduceTrace[str] | None = None
 
@@ -209,14 +211,16 @@ class CombeeReflection(UsageTotals):
         unit.trace = await self.strategy.reduce(_Proposer(self, unit), unit.current, reflections)
 
     async def _ask(
-        self, unit: _Unit, messages: list[Message], role: str, schema: JsonSchema
+        self,
+        unit: _Unit,
+        messages: list[Message],
+        role: str,
+        schema: JsonSchema,
+        key: str = "instruction",
     ) -> _Call:
+        """One call; its reply's ``key`` (an instruction, or a summary) must not be empty."""
         seed = unit.rng.getrandbits(_SEED_BITS)
-        is_merge = role == MERGE_ROLE
-        if is_merge:
-            unit.merge_calls += 1
-        else:
-            unit.proposal_calls += 1
+        _count(unit, role)
         try:
             reply, completion = await self.llm.complete_json(
                 messages,
@@ -227,24 +231,22 @@ class CombeeReflection(UsageTotals):
                 seed=seed,
             )
             usage = self.usage
-            if is_merge:
-                usage.merge_calls += 1
-            else:
-                usage.proposal_calls += 1
+            _count(usage, role)
             usage.tokens_in += completion.prompt_tokens
             usage.tokens_out += completion.completion_tokens
             usage.cost += completion.cost or 0.0
-            instruction = str(reply.get("instruction", "")).strip()
+            instruction = str(reply.get(key, "")).strip()
             if not instruction:
                 raise LLMCallError(
-                    f"{role}: the reply's instruction is empty", role=role, kind="invalid_reply"
+                    f"{role}: the reply's {key} is empty", role=role, kind="invalid_reply"
                 )
         except LLMCallError:
             unit.failed_calls += 1
             self.usage.failed_calls += 1
             raise
         call = _Call(instruction, messages, completion.text)
-        unit.finished[instruction] = call
+        if role != SUMMARIZE_ROLE:
+            unit.finished[instruction] = call
         return call
 
     def _recall(self, key: str) -> dict[str, _Unit]:
@@ -281,7 +283,7 @@ class _Proposer:
         unit = self._unit
         chosen = [r.fields for r in reflections]
         messages = prompts.proposal_messages(unit.component, context, chosen)
-        entry = _MapCall([int(r.sample_id) for r in reflections], messages)
+        entry = _MapCall(_record_ids(reflections), messages)
         unit.maps.append(entry)
         call = await self._owner._ask(unit, messages, PROPOSAL_ROLE, schemas.PROPOSAL)
         entry.output = call.instruction
@@ -292,6 +294,20 @@ class _Proposer:
         messages = prompts.merge_messages(unit.component, context, updates)
         call = await self._owner._ask(unit, messages, MERGE_ROLE, schemas.MERGE)
         return call.instruction
+
+    async def condense(self, context: str, reflections: Sequence[Reflection]) -> Reflection:
+        """One ``summarize`` call: the records (or earlier summaries) condensed into one record
+        whose ``Feedback`` is the summary; its id lists the records it covers."""
+        unit = self._unit
+        covered = _record_ids(reflections)
+        messages = prompts.summarize_messages(
+            unit.component, context, [r.fields for r in reflections]
+        )
+        call = await self._owner._ask(
+            unit, messages, SUMMARIZE_ROLE, schemas.SUMMARIZE, key="summary"
+        )
+        record = {"Inputs": f"a summary of {len(covered)} attempts", "Feedback": call.instruction}
+        return Reflection(",".join(map(str, covered)), record)
 
     async def rollout(self, context: str, sample: Sample) -> Trajectory:
         raise NotImplementedError("gepa's adapter runs the rollouts")
@@ -329,10 +345,25 @@ def _settle(unit: _Unit, proposal: ReflectionProposal) -> None:
     metadata[f"{prefix}:map_prompts"] = [[dict(m) for m in e.messages] for e in unit.maps]
     metadata[f"{prefix}:map_outputs"] = [entry.output for entry in unit.maps]
     metadata[f"{prefix}:local_instructions"] = [e.output for e in unit.maps if e.output]
-    metadata[f"{prefix}:calls"] = unit.proposal_calls + unit.merge_calls
+    metadata[f"{prefix}:calls"] = unit.proposal_calls + unit.merge_calls + unit.summary_calls
     metadata[f"{prefix}:proposal_calls"] = unit.proposal_calls
     metadata[f"{prefix}:merge_calls"] = unit.merge_calls
+    metadata[f"{prefix}:summary_calls"] = unit.summary_calls
     metadata[f"{prefix}:failed_calls"] = unit.failed_calls
+
+
+def _count(counts: _Unit | ReflectionUsage, role: str) -> None:
+    if role == MERGE_ROLE:
+        counts.merge_calls += 1
+    elif role == SUMMARIZE_ROLE:
+        counts.summary_calls += 1
+    else:
+        counts.proposal_calls += 1
+
+
+def _record_ids(reflections: Sequence[Reflection]) -> list[int]:
+    """The records behind ``reflections`` (a summary's id lists every record it covers)."""
+    return [int(part) for r in reflections for part in r.sample_id.split(",") if part]
 
 
 def _job_key(job: ReflectionJob) -> str:

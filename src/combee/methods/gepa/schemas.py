@@ -39,3 +39,11 @@ MERGE = JsonSchema(
         instruction="The complete merged instruction.",
     ),
 )
+
+SUMMARIZE = JsonSchema(
+    "gepa_summarize",
+    _object(
+        reasoning="Which mistakes and successes the attempts share, and how they were grouped.",
+        summary="The condensed feedback: every distinct mistake or lesson, each once.",
+    ),
+)

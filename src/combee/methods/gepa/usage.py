@@ -12,6 +12,8 @@ class ReflectionUsage:
 
     proposal_calls: int = 0
     merge_calls: int = 0
+    summary_calls: int = 0
+    """Condensing calls (the ``summarize`` and ``hier-summarize`` strategies)."""
     failed_calls: int = 0
     memo_hits: int = 0
     tokens_in: int = 0

@@ -1,0 +1,115 @@
+"""``topk``: the paper's clustering baseline.
+
+Embed the batch's reflections (their rendered text), cluster them into ``K`` groups with
+k-means (seeded), and curate one representative per group (the reflection nearest its
+centroid) in a single call; no merge. ``K`` is ``min(n, top_k)``, ``top_k`` 8 unless given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import Sequence
+from typing import TypeVar
+
+from combee.core.types import Method, ReduceTrace, Reflection
+from combee.errors import ConfigError
+from combee.strategies.embedding import (
+    CLUSTER_PACKAGES,
+    EMBED_PACKAGES,
+    Embedder,
+    default_embedder,
+    require,
+)
+
+C = TypeVar("C")
+U = TypeVar("U")
+
+DEFAULT_TOP_K = 8
+
+
+def representatives(vectors: Sequence[Sequence[float]], k: int, *, seed: int = 0) -> list[int]:
+    """The indices (ascending) of one vector per k-means cluster: the one nearest its
+    centroid (the lowest index on a tie).
+
+    Fewer than ``k`` come back only when there are fewer distinct vectors than ``k``; with
+    ``k >= len(vectors)`` every index comes back.
+    """
+    import numpy as np
+
+    n = len(vectors)
+    if k < 1:
+        raise ValueError(f"k must be at least 1 (got {k})")
+    if k >= n:
+        return list(range(n))
+    points = np.asarray(vectors, dtype=np.float64)
+    k = min(k, len(np.unique(points, axis=0)))
+    cluster = importlib.import_module("sklearn.cluster")
+    model = cluster.KMeans(n_clusters=k, n_init=10, random_state=seed).fit(points)
+    labels = np.asarray(model.labels_)
+    centers = np.asarray(model.cluster_centers_, dtype=np.float64)
+    chosen: list[int] = []
+    for label in range(k):
+        members = np.flatnonzero(labels == label)
+        if members.size == 0:
+            continue
+        distances = np.linalg.norm(points[members] - centers[label], axis=1)
+        chosen.append(int(members[int(np.argmin(distances))]))
+    return sorted(chosen)
+
+
+class TopKStrategy:
+    """Curate one representative reflection per k-means cluster of their embeddings.
+
+    ``embedder`` (anything with ``embed(texts) -> list[list[float]]``) defaults to the bundled
+    ``all-MiniLM-L6-v2``, loaded on first use; missing libraries are a ConfigError naming the
+    ``embed`` extra, raised here, before any work is done.
+    """
+
+    name = "topk"
+
+    def __init__(
+        self, *, top_k: int | None = None, seed: int = 0, embedder: Embedder | None = None
+    ) -> None:
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int)):
+            raise ConfigError(f"must be a whole number or None (got {top_k!r})", setting="top_k")
+        if top_k is not None and top_k < 1:
+            raise ConfigError(f"must be at least 1 (got {top_k})", setting="top_k")
+        require(CLUSTER_PACKAGES, strategy=self.name)
+        if embedder is None:
+            require(EMBED_PACKAGES, strategy=self.name)
+        self.top_k = DEFAULT_TOP_K if top_k is None else top_k
+        self.seed = seed
+        self._embedder = embedder
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = default_embedder()
+        return self._embedder
+
+    def batch_size(self, requested: int) -> int:
+        return requested
+
+    def pick(self, reflections: Sequence[Reflection]) -> list[int]:
+        """The indices of the representatives this strategy curates (blocking: it embeds)."""
+        k = min(len(reflections), self.top_k)
+        if k >= len(reflections):
+            return list(range(len(reflections)))
+        vectors = self.embedder.embed([r.render() for r in reflections])
+        if len(vectors) != len(reflections):
+            raise ValueError(
+                f"the embedder returned {len(vectors)} vectors for {len(reflections)} texts"
+            )
+        return representatives(vectors, k, seed=self.seed)
+
+    async def reduce(
+        self, method: Method[C, U], context: C, reflections: Sequence[Reflection]
+    ) -> ReduceTrace[U]:
+        trace: ReduceTrace[U] = ReduceTrace()
+        if not reflections:
+            return trace
+        chosen = await asyncio.to_thread(self.pick, reflections)
+        trace.levels.append([chosen])
+        trace.update = await method.curate(context, [reflections[i] for i in chosen])
+        return trace
