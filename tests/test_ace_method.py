@@ -14,8 +14,8 @@ from combee.llm.client import LLM
 from combee.llm.openai_backend import OpenAIBackend
 from combee.llm.types import Completion, JsonMode, JsonSchema, Message
 from combee.methods.ace import AceMethod, AceUpdate, Bullet, Playbook
+from combee.sim import RunningServer, SimConfig, serve_in_thread
 from combee.sim.ace_script import ace_responder, scripted_answer
-from combee.sim.server import RunningServer, SimConfig, serve_in_thread
 from combee.tasks.base import Sample, Score
 
 

@@ -1,15 +1,8 @@
 """A simulated OpenAI-compatible LLM server for tests and benchmarks."""
 
 from combee.sim.responders import HTTPFault, Responder, echo_responder, minimal_instance
-from combee.sim.server import (
-    RequestRecord,
-    RunningServer,
-    SimConfig,
-    SimServer,
-    peak_concurrency,
-    run_server,
-    serve_in_thread,
-)
+from combee.sim.running import RunningServer, peak_concurrency, run_server, serve_in_thread
+from combee.sim.server import RequestRecord, SimConfig, SimServer
 
 __all__ = [
     "HTTPFault",

@@ -17,17 +17,15 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from combee.errors import ConfigError
-from combee.sim.responders import HTTPFault, Responder, echo_responder, minimal_instance
+from combee.sim.responders import HTTPFault, Responder, echo_responder
 
 CLIENT_CLOSED = 499
 """Recorded status of a request whose client went away before the reply (nginx's convention)."""
@@ -400,124 +398,3 @@ def _bad_body(reply: Mapping[str, Any], variant: int) -> Response:
         encoded = json.dumps(reply)
         return Response(encoded[: len(encoded) // 2], media_type="application/json")
     return Response("<html>upstream hiccup</html>", media_type="application/json")
-
-
-class RunningServer:
-    """A :class:`SimServer` served by uvicorn on a background thread; a context manager."""
-
-    def __init__(self, sim: SimServer, server: uvicorn.Server, thread: threading.Thread) -> None:
-        self.sim = sim
-        self._server = server
-        self._thread = thread
-        sockets = server.servers[0].sockets
-        host, port = sockets[0].getsockname()[:2]
-        self.host: str = host
-        self.port: int = port
-        self.base_url = f"http://{host}:{port}/v1"
-
-    @property
-    def records(self) -> list[RequestRecord]:
-        return self.sim.records
-
-    def clear_records(self) -> None:
-        self.sim.clear_records()
-
-    def reset(self, responder: Responder | None = None, config: SimConfig | None = None) -> None:
-        self.sim.reset(responder, config)
-
-    def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10.0)
-
-    def __enter__(self) -> RunningServer:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-
-def _uvicorn_config(sim: SimServer, host: str, port: int) -> uvicorn.Config:
-    return uvicorn.Config(
-        sim.app,
-        host=host,
-        port=port,
-        log_level="warning",
-        access_log=False,
-        lifespan="off",
-        backlog=4096,
-        timeout_graceful_shutdown=1,
-    )
-
-
-def serve_in_thread(
-    responder: Responder = echo_responder,
-    config: SimConfig | None = None,
-    host: str = "127.0.0.1",
-    port: int = 0,
-) -> RunningServer:
-    """Start the server on a background thread with its own event loop; return once it listens."""
-    sim = SimServer(responder, config)
-    server = uvicorn.Server(_uvicorn_config(sim, host, port))
-    failure: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            asyncio.run(server.serve())
-        except BaseException as error:  # reported to the starting thread below
-            failure.append(error)
-
-    thread = threading.Thread(target=run, name="combee-sim-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10.0
-    while not server.started:
-        if failure or not thread.is_alive() or time.monotonic() > deadline:
-            server.should_exit = True
-            reason = failure[0] if failure else "it did not start"
-            raise ConfigError(f"sim server: cannot listen on {host}:{port}: {reason}")
-        time.sleep(0.01)
-    return RunningServer(sim, server, thread)
-
-
-def run_server(
-    responder: Responder = echo_responder,
-    config: SimConfig | None = None,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-) -> None:
-    """Serve until interrupted (the ``combee sim-server`` command)."""
-    sim = SimServer(responder, config)
-    uvicorn.Server(_uvicorn_config(sim, host, port)).run()
-
-
-def peak_concurrency(records: Sequence[RequestRecord]) -> int:
-    """The largest number of requests the server held at once (from arrival to reply)."""
-    events = sorted(
-        [(r.arrived, 1) for r in records] + [(r.finished, -1) for r in records],
-        key=lambda event: (event[0], event[1]),
-    )
-    peak = current = 0
-    for _, step in events:
-        current += step
-        peak = max(peak, current)
-    return peak
-
-
-__all__ = [
-    "CLIENT_CLOSED",
-    "HTTPFault",
-    "RequestRecord",
-    "Responder",
-    "RunningServer",
-    "SimConfig",
-    "SimServer",
-    "echo_responder",
-    "minimal_instance",
-    "peak_concurrency",
-    "run_server",
-    "serve_in_thread",
-]
