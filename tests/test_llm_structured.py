@@ -108,3 +108,12 @@ def test_instruction_carries_the_schema() -> None:
     text = schema_instruction(SCHEMA)
     assert "reflection" in text
     assert json.loads(text.split("\n", 1)[1]) == SCHEMA.schema
+
+
+def test_a_raw_newline_inside_a_string_is_kept_as_text() -> None:
+    reply = '{ "reasoning": "first line\nsecond\tline", "final_answer": "2.0\n</" }'
+    assert parse_json_reply(reply) == {
+        "reasoning": "first line\nsecond\tline",
+        "final_answer": "2.0\n</",
+    }
+    assert parse_json_reply("Here: " + reply + " done") == parse_json_reply(reply)

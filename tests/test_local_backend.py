@@ -236,3 +236,24 @@ async def test_prompt_cache_keeps_a_prefix_across_an_interleaved_prompt(
         assert read < third.prompt_tokens // 4
     else:
         assert read > third.prompt_tokens // 2  # only the chat template header is shared
+
+
+def test_the_token_limit_covers_the_grammars_longest_reply() -> None:
+    """A reply of one character per token must end by the grammar, never by the limit."""
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
+    from combee.methods.ace import schemas
+
+    backend = LocalBackend("never-loaded.gguf")
+    request = question("What is 1 + 1?", json_schema=schemas.GENERATOR, max_tokens=256)
+    arguments = backend._arguments(request)
+    fields = arguments["response_format"]["schema"]["properties"]
+    # Each field at its bound: strings full, arrays full of full strings (with quotes, commas).
+    longest = sum(
+        len(key) + 6 + node["maxLength"]
+        if node["type"] == "string"
+        else len(key) + 6 + node["maxItems"] * (node["items"]["maxLength"] + 3)
+        for key, node in fields.items()
+    )
+    assert arguments["max_tokens"] >= longest > 256
+    plain = backend._arguments(question("What is 1 + 1?", max_tokens=256))
+    assert plain["max_tokens"] == 256

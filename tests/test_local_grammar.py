@@ -108,12 +108,17 @@ def test_free_text_fields_share_the_budget_and_tags_stay_few() -> None:
     assert ace_schemas.REFLECTOR.schema["properties"]["reasoning"].get("maxLength") is None
 
 
-def test_past_the_parsers_string_bound_the_last_field_is_left_open() -> None:
+def test_no_field_is_left_open_past_the_parsers_string_bound() -> None:
     generator = bounded_schema(ace_schemas.GENERATOR.schema, 8192)["properties"]
     assert generator["reasoning"]["maxLength"] == MAX_STRING_CHARS
-    assert "maxLength" not in generator["final_answer"]
+    assert generator["final_answer"]["maxLength"] == MAX_STRING_CHARS
     small = bounded_schema(ace_schemas.GENERATOR.schema, 256)["properties"]
     assert small["final_answer"]["maxLength"] < MAX_STRING_CHARS
+    for name, schema in role_schemas().items():
+        for max_tokens in MAX_TOKENS:
+            for node in nodes(bounded_schema(schema.schema, max_tokens)):
+                if node.get("type") == "string" and "enum" not in node:
+                    assert "maxLength" in node, (name, max_tokens)
 
 
 def test_a_shared_schema_node_gets_one_bound_per_field() -> None:
@@ -135,6 +140,7 @@ def test_bounds_stay_where_the_grammar_parser_accepts_them(max_tokens: int) -> N
         for node in nodes(bounded):
             assert node.get("maxLength", 0) <= MAX_STRING_CHARS, name
             assert node.get("maxItems", 0) <= MAX_ITEMS, name
+        assert longest(bounded) <= 2 * max_tokens, name  # every reply closes in time
 
 
 CHECK = textwrap.dedent(

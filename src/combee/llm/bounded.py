@@ -9,13 +9,18 @@ so the grammar llama.cpp decodes with bounds the reply as a whole:
   room for a full lesson and the reply budget decides how many items fit, so a small budget
   means fewer lessons, never lessons cut into fragments;
 - free-text fields outside such arrays are notes: short when the schema carries a payload
-  array, otherwise they share the budget; when the share is larger than a string bound the
-  grammar parser accepts, the last field is left open (the token limit still bounds it).
+  array, otherwise they share the budget, up to the largest string bound the grammar parser
+  accepts. No string is left open: a small model rambles in an open field until the token
+  limit cuts the JSON, and on a CPU that costs minutes per call.
 
-The budget is about two characters per allowed token, with a margin. No string bound exceeds
-:data:`MAX_STRING_CHARS` and no array more than :data:`MAX_ITEMS` items: llama.cpp expands a
-bound into nested rules and refuses (then crashes on) grammars whose nesting passes about a
-thousand. Only the grammar is bounded: replies are validated against the caller's schema.
+The budget is about two characters per allowed token, with a margin; a reply that uses one
+character per token (digits, a rambling small model) is still whole, because the embedded
+backend raises its token limit to :func:`longest_reply` of the bounded schema.
+
+No string bound exceeds :data:`MAX_STRING_CHARS` and no array more than :data:`MAX_ITEMS`
+items: llama.cpp expands a bound into nested rules and refuses (then crashes on) grammars
+whose nesting passes about a thousand. Only the grammar is bounded: replies are validated
+against the caller's schema.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from typing import Any
 CHARS_PER_TOKEN = 2.0
 """Characters the budget counts per allowed token (English averages 3-4; digits and JSON
 punctuation are often one token each)."""
-MAX_STRING_CHARS = 600
+MAX_STRING_CHARS = 800
 """The largest string bound sent: llama.cpp's parser refuses bounds past about 1000."""
 MAX_ITEMS = 64
 """The most items any array may hold in the grammar."""
@@ -142,6 +147,12 @@ def _mark(node: Any, name: str, in_array: bool, found: _Found) -> None:
         _mark(items, name, True, found)
 
 
+def longest_reply(schema: Mapping[str, Any]) -> int:
+    """The longest JSON text a bounded schema admits, in characters: with at least one
+    character per token, a token limit this large never cuts a reply the grammar allows."""
+    return _size(schema) + 2 * sum(1 for _ in _nodes(schema))
+
+
 def _size(node: Any) -> int:
     """The longest JSON text ``node`` admits, in characters (open strings count as empty)."""
     if not isinstance(node, dict):
@@ -197,22 +208,17 @@ def _size_payload(root: dict[str, Any], payload: list[dict[str, Any]], chars: in
 
 
 def _share_notes(root: dict[str, Any], notes: list[dict[str, Any]], chars: int) -> None:
-    """Free-text fields share what the rest leaves; past a string bound the parser accepts,
-    each is capped there and the last one left open."""
+    """Free-text fields share what the rest leaves, each up to :data:`MAX_STRING_CHARS`."""
     if not notes:
         return
     given = [note.get("maxLength") for note in notes]
     for note in notes:
         note["maxLength"] = 0
     share = max(MIN_NOTE_CHARS, (chars - _size(root)) // len(notes))
-    for index, (note, bound) in enumerate(zip(notes, given, strict=True)):
-        del note["maxLength"]
-        if bound is not None:
-            note["maxLength"] = bound
-        if share <= MAX_STRING_CHARS:
-            _cap(note, share)
-        elif index < len(notes) - 1 or bound is not None:
-            _cap(note, MAX_STRING_CHARS)
+    for note, bound in zip(notes, given, strict=True):
+        note["maxLength"] = min(
+            share, MAX_STRING_CHARS, MAX_STRING_CHARS if bound is None else bound
+        )
 
 
 def open_schema(schema: Mapping[str, Any]) -> dict[str, Any]:

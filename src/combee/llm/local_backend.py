@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
 from combee.errors import ConfigError, LLMCallError
-from combee.llm.bounded import bounded_schema, open_schema
+from combee.llm.bounded import bounded_schema, longest_reply, open_schema
 from combee.llm.types import Completion, JsonSchema, Request
 
 T = TypeVar("T")
@@ -224,9 +224,14 @@ class LocalBackend:
             "seed": self.seed if request.seed is None else request.seed,
         }
         if request.json_schema is not None:
-            arguments["response_format"] = self._response_format(
-                request.json_schema, request.max_tokens
-            )
+            response_format = self._response_format(request.json_schema, request.max_tokens)
+            arguments["response_format"] = response_format
+            if "schema" in response_format:
+                # The grammar is sized for ``max_tokens`` at the usual characters per token;
+                # the hard limit allows its worst case (one character per token), so the
+                # limit never cuts a reply into invalid JSON: the grammar ends it.
+                worst = longest_reply(response_format["schema"])
+                arguments["max_tokens"] = max(request.max_tokens, worst)
         return arguments
 
     def _response_format(self, schema: JsonSchema, max_tokens: int) -> dict[str, Any]:

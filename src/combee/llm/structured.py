@@ -11,7 +11,9 @@ from jsonschema.exceptions import best_match
 
 from combee.llm.types import JsonSchema
 
-_decoder = json.JSONDecoder()
+# strict=False: a raw newline or tab inside a string (small models write them, and a grammar
+# does not always stop them) is kept as text rather than failing the whole reply.
+_decoder = json.JSONDecoder(strict=False)
 _MAX_VALIDATORS = 256
 
 
@@ -22,7 +24,7 @@ def parse_json_reply(text: str) -> dict[str, Any]:
     """
     stripped = _strip_fences(text.strip())
     try:
-        value = json.loads(stripped)
+        value = _decoder.decode(stripped)
     except ValueError:
         value = _first_object(stripped)
     if not isinstance(value, dict):
