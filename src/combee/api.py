@@ -67,6 +67,7 @@ async def train_async(
     token_budget: int | None = 8000,
     temperature: float = 0.0,
     max_tokens: int = 2048,
+    dedup: bool | None = None,
     max_metric_calls: int = 200,
     initial_context: Any = None,
     baseline: bool = False,
@@ -88,7 +89,9 @@ async def train_async(
     setting is checked, closed at the end), or a client from :func:`combee.llm.connect` (the
     caller's to close). ``run_dir``: where config, metrics, context versions and
     results go (None: nothing is written). ``initial_context``: a file (``Path``), a text or a
-    context object to start from. ``record`` adds entries to ``config.json``.
+    context object to start from. ``record`` adds entries to ``config.json``. ``dedup``
+    (ACE): fold a new lesson that repeats a bullet in other words into it, by embedding
+    similarity (None: on when the ``embed`` extra is installed, unless ``COMBEE_DEDUP=0``).
     """
     epochs = whole(epochs, "epochs", least=1)
     seed = whole(seed, "seed", least=0)
@@ -122,6 +125,7 @@ async def train_async(
             "token_budget": token_budget,
             "temperature": temperature,
             "max_tokens": max_tokens,
+            "dedup": dedup,
             "seed": seed,
             "max_metric_calls": max_metric_calls,
             "run_dir": None if run_dir is None else Path(run_dir),

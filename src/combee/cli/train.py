@@ -64,6 +64,10 @@ def train_command(
     token_budget: Annotated[int, typer.Option(help="Playbook token cap (0: none).")] = 8000,
     temperature: Annotated[float, typer.Option()] = 0.0,
     max_tokens: Annotated[int, typer.Option(help="Completion tokens per call.")] = 2048,
+    dedup: Annotated[
+        bool | None,
+        typer.Option(help="Fold near-duplicate lessons by embedding (default: if installed)."),
+    ] = None,
     data: opt.Data = None,
     scorer: opt.Scorer = "exact",
     initial_playbook: Annotated[
@@ -105,7 +109,7 @@ def train_command(
                 duplication=duplication, fan_in=fan_in, top_k=top_k,
                 max_batch_size=max_batch_size, tau=tau,
                 reprofile=reprofile, token_budget=token_budget or None,
-                temperature=temperature, max_tokens=max_tokens,
+                temperature=temperature, max_tokens=max_tokens, dedup=dedup,
                 max_metric_calls=max_metric_calls, initial_context=initial_playbook,
                 baseline=baseline,
             )  # fmt: skip

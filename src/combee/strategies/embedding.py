@@ -39,13 +39,18 @@ class Embedder(Protocol):
 def require(packages: Mapping[str, str], *, strategy: str) -> None:
     """ConfigError naming ``strategy``, the missing PyPI packages and the extra to install,
     unless every module of ``packages`` can be imported."""
-    missing = [pip for module, pip in packages.items() if not _importable(module)]
+    missing = missing_packages(packages)
     if missing:
         raise ConfigError(
             f"{strategy!r} needs {', '.join(missing)}, which is not installed; "
             f"install it with {EMBED_EXTRA}",
             setting="strategy",
         )
+
+
+def missing_packages(packages: Mapping[str, str]) -> list[str]:
+    """The PyPI packages of ``packages`` (module -> package) whose module cannot be imported."""
+    return [pip for module, pip in packages.items() if not _importable(module)]
 
 
 def _importable(module: str) -> bool:

@@ -8,6 +8,7 @@ from typing import Any
 from combee.core.learner import LoopLearner
 from combee.errors import ConfigError
 from combee.llm.types import ChatModel
+from combee.methods.ace.dedup import default_near_duplicates
 from combee.methods.ace.method import AceMethod
 from combee.methods.ace.playbook import Playbook
 from combee.tasks.base import Sample, Score
@@ -43,6 +44,7 @@ class AceLearner(LoopLearner[Playbook]):
             stats["lessons_dropped"] = dict(sorted(applied.dropped.items()))
             stats["lessons_repaired"] = dict(sorted(applied.repaired.items()))
             stats["lessons_combined"] = applied.combined
+            stats["near_duplicates"] = applied.near_duplicates
         return stats
 
     def results(self) -> Mapping[str, Any]:
@@ -52,6 +54,7 @@ class AceLearner(LoopLearner[Playbook]):
             "lessons_dropped": dict(sorted(counts.dropped.items())),
             "lessons_repaired": dict(sorted(counts.repaired.items())),
             "lessons_combined": counts.combined,
+            "near_duplicates": counts.near_duplicates,
         }
 
 
@@ -69,10 +72,17 @@ def ace_learner(
     token_budget: int | None = 8000,
     temperature: float = 0.0,
     max_tokens: int = 2048,
+    dedup: bool | None = None,
 ) -> AceLearner:
-    """The registered ``ace`` method."""
+    """The registered ``ace`` method. ``dedup``: fold near-duplicate lessons by embedding
+    (None: when the ``embed`` extra is installed)."""
     return AceLearner(
         AceMethod(
-            llm, score, token_budget=token_budget, temperature=temperature, max_tokens=max_tokens
+            llm,
+            score,
+            token_budget=token_budget,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            near_duplicates=default_near_duplicates(dedup),
         )
     )

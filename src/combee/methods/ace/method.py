@@ -12,6 +12,7 @@ from combee.core.types import Reflection, Trajectory
 from combee.errors import ConfigError, LLMCallError
 from combee.llm.types import ChatModel, JsonSchema, Message
 from combee.methods.ace import merging, prompts, schemas
+from combee.methods.ace.dedup import NearDuplicates
 from combee.methods.ace.operations import ApplyResult, apply_operations
 from combee.methods.ace.playbook import Playbook
 from combee.methods.ace.summary import summary_of
@@ -37,6 +38,7 @@ class AceMethod:
         token_budget: int | None = 8000,
         temperature: float = 0.0,
         max_tokens: int = 2048,
+        near_duplicates: NearDuplicates | None = None,
     ) -> None:
         floor = Playbook().token_count()
         if token_budget is not None and token_budget <= floor:
@@ -52,6 +54,8 @@ class AceMethod:
         self.token_budget = token_budget
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.near_duplicates = near_duplicates
+        """Folds ADDs that repeat a bullet in other words into it (None: exact repeats only)."""
         self.last_apply: ApplyResult | None = None
         """The result of this iteration's :meth:`apply` (applied, rejected, evicted, dropped and
         repaired); :meth:`tally` starts an iteration and clears it."""
@@ -160,7 +164,12 @@ class AceMethod:
         return context.with_counts(helpful, harmful)
 
     def apply(self, context: Playbook, update: AceUpdate) -> Playbook:
-        result = apply_operations(context, update.operations, token_budget=self.token_budget)
+        result = apply_operations(
+            context,
+            update.operations,
+            token_budget=self.token_budget,
+            near_duplicates=self.near_duplicates,
+        )
         self.last_apply = dataclasses.replace(
             result,
             dropped=dict(Counter(update.dropped) + Counter(result.dropped)),
@@ -178,11 +187,13 @@ class LessonCounts:
         self.dropped: Counter[str] = Counter()
         self.repaired: Counter[str] = Counter()
         self.combined = 0
+        self.near_duplicates = 0
 
     def add(self, result: ApplyResult) -> None:
         self.dropped.update(result.dropped)
         self.repaired.update(result.repaired)
         self.combined += result.combined
+        self.near_duplicates += result.near_duplicates
 
 
 def _update(reply: Mapping[str, Any], source: str) -> AceUpdate:

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from combee.methods.ace.dedup import NearDuplicates, keeps_more
 from combee.methods.ace.playbook import Bullet, Playbook, Section, count_tokens, normalize_content
 
 logger = logging.getLogger(__name__)
@@ -61,6 +62,8 @@ class ApplyResult:
     """Operations that applied after a repair, counted by the defect repaired."""
     combined: int = 0
     """Operations the update's merge folded into combined ones (set by the caller)."""
+    near_duplicates: int = 0
+    """ADDs that repeated an existing bullet in other words and were folded into it."""
 
 
 class _Rejected(Exception):
@@ -103,8 +106,10 @@ def _kind(op: Mapping[str, Any]) -> tuple[Any, str | None]:
 class _Draft:
     """A mutable working copy of a playbook; ``bullets`` keeps insertion order."""
 
-    def __init__(self, playbook: Playbook) -> None:
+    def __init__(self, playbook: Playbook, near: NearDuplicates | None = None) -> None:
         self.base = playbook
+        self.near = near
+        self.folded = 0
         self.bullets: dict[str, Bullet] = {b.id: b for b in playbook.bullets}
         self.removed: dict[int, str] = {}
         self.next_id = playbook.next_id
@@ -201,8 +206,30 @@ class _Draft:
     def _add(self, op: Mapping[str, Any], section: Section) -> dict[str, Any]:
         content = _content(op)
         self.check_unique(content)
+        repeated = self._repeated(content)
+        if repeated is not None:
+            return repeated
         new_id = self.create(section, content)
         return {"type": "ADD", "section": section.key, "content": content, "new_id": new_id}
+
+    def _repeated(self, content: str) -> dict[str, Any] | None:
+        """Folds a lesson that repeats a bullet into it (the text with more specifics, or
+        the longer, stays); None when it repeats none."""
+        if self.near is None or not self.bullets:
+            return None
+        bullets = list(self.bullets.values())
+        found = self.near.closest(content, [b.content for b in bullets])
+        if found is None:
+            return None
+        old, similarity = bullets[found[0]], found[1]
+        self.folded += 1
+        if not keeps_more(content, old.content):
+            raise _Rejected(
+                "near_duplicate", f"repeats bullet {old.id} (similarity {similarity:.2f})"
+            )
+        self.repair("near_duplicate", f"repeats {old.id} ({similarity:.2f}); updates it")
+        self.bullets[old.id] = Bullet(old.id, old.section, content, old.helpful, old.harmful)
+        return {"type": "UPDATE", "bullet_id": old.id, "content": content}
 
     def _as_add(self, op: Mapping[str, Any], code: str, named: Any) -> dict[str, Any]:
         """An UPDATE or MERGE of bullets that never existed: its text becomes a new bullet (in
@@ -286,15 +313,17 @@ def apply_operations(
     *,
     token_budget: int | None,
     quiet: bool = False,
+    near_duplicates: NearDuplicates | None = None,
 ) -> ApplyResult:
     """Apply ``operations`` in order to a copy of ``playbook``, then enforce ``token_budget``.
 
     Never raises for a bad operation: it is repaired (counted in ``repaired``) or lands in
     ``rejected`` with the reason (counted in ``dropped``). Each is logged unless ``quiet`` (a
-    trial application that is not the update itself).
+    trial application that is not the update itself). With ``near_duplicates``, an ADD that
+    repeats a bullet in other words updates it or is dropped (counted in ``near_duplicates``).
     """
     say = logger.debug if quiet else logger.info
-    draft = _Draft(playbook)
+    draft = _Draft(playbook, near_duplicates)
     applied: list[dict[str, Any]] = []
     rejected: list[tuple[Any, str]] = []
     dropped: Counter[str] = Counter()
@@ -329,4 +358,5 @@ def apply_operations(
         evicted=evicted,
         dropped=dict(dropped),
         repaired=dict(repaired),
+        near_duplicates=draft.folded,
     )
