@@ -59,7 +59,20 @@ def retention_command(
         seed=seed, client=client,
     )  # fmt: skip
 
+    settings = {"model": model, "seed": seed, "duplication": duplication, "fan_in": fan_in}
+    done: list[RetentionRow] = []
+
+    def save(rows: list[RetentionRow]) -> str:
+        out.mkdir(parents=True, exist_ok=True)
+        report = {"settings": settings, "rows": [row.to_dict() for row in rows]}
+        (out / "retention.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        table = markdown_table(rows)
+        (out / "retention.md").write_text(table, encoding="utf-8")
+        return table
+
     def show(row: RetentionRow) -> None:
+        done.append(row)
+        save(done)  # a long run on a slow model keeps every finished row
         failed = f"  [yellow]error: {row.error}[/]" if row.error else ""
         err.print(
             f"{row.strategy:>15} N={row.lessons:<4} retained {row.retained}/{row.lessons} "
@@ -81,10 +94,4 @@ def retention_command(
             on_row=show,
         )
     )
-    out.mkdir(parents=True, exist_ok=True)
-    settings = {"model": model, "seed": seed, "duplication": duplication, "fan_in": fan_in}
-    report = {"settings": settings, "rows": [row.to_dict() for row in rows]}
-    (out / "retention.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    table = markdown_table(rows)
-    (out / "retention.md").write_text(table, encoding="utf-8")
-    typer.echo(table)
+    typer.echo(save(rows))
