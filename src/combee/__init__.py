@@ -15,6 +15,7 @@ from combee.core.learner import Learner, LoopLearner
 from combee.core.loop import LoopObserver
 from combee.core.types import Method, Reflection, Strategy, Trajectory
 from combee.errors import CombeeError, ConfigError, DatasetError, EndpointError, LLMCallError
+from combee.learn import learn, learn_async
 from combee.methods.registry import METHODS
 from combee.results import EvalResult, TrainResult
 from combee.strategies.registry import STRATEGIES
@@ -56,6 +57,8 @@ __all__ = [
     "__version__",
     "evaluate",
     "evaluate_async",
+    "learn",
+    "learn_async",
     "llm",
     "register_method",
     "register_strategy",

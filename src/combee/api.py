@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -73,6 +73,7 @@ async def train_async(
     baseline: bool = False,
     preflight: bool = True,
     record: dict[str, Any] | None = None,
+    method_options: Mapping[str, Any] | None = None,
 ) -> TrainResult:
     """Learn a context for ``task`` and score it on the task's test split.
 
@@ -89,7 +90,9 @@ async def train_async(
     setting is checked, closed at the end), or a client from :func:`combee.llm.connect` (the
     caller's to close). ``run_dir``: where config, metrics, context versions and
     results go (None: nothing is written). ``initial_context``: a file (``Path``), a text or a
-    context object to start from. ``record`` adds entries to ``config.json``. ``dedup``
+    context object to start from. ``record`` adds entries to ``config.json``;
+    ``method_options`` go to a named method's factory as they are (not into the config).
+    ``dedup``
     (ACE): fold a new lesson that repeats a bullet in other words into it, by embedding
     similarity (None: on when the ``embed`` extra is installed, unless ``COMBEE_DEDUP=0``).
     """
@@ -130,7 +133,7 @@ async def train_async(
             "max_metric_calls": max_metric_calls,
             "run_dir": None if run_dir is None else Path(run_dir),
         }
-        learner = learner_of(method, client, the_task.score, options)
+        learner = learner_of(method, client, the_task.score, {**options, **(method_options or {})})
         context = start_context(learner, start, initial_context)
         # The run directory is made only once every setting, the method and its start are fine.
         out = RunDir(run_dir, overwrite=overwrite) if run_dir is not None else None

@@ -1,11 +1,23 @@
-"""``combee``: train, eval, demo, bench and sim-server (each command in its own module)."""
+"""``combee``: train, learn, eval, demo, bench, compare, report, retention and sim-server
+(each command in its own module)."""
 
 from __future__ import annotations
 
-from combee.cli import bench, compare, demo, eval, report, retention, sim, train
+from combee.cli import bench, compare, demo, eval, learn, report, retention, sim, train
 from combee.cli.app import app
 
-__all__ = ["app", "bench", "compare", "demo", "eval", "report", "retention", "sim", "train"]
+__all__ = [
+    "app",
+    "bench",
+    "compare",
+    "demo",
+    "eval",
+    "learn",
+    "report",
+    "retention",
+    "sim",
+    "train",
+]
 
 if __name__ == "__main__":
     app()

@@ -108,6 +108,8 @@ class ConsoleProgress(LoopObserver):
 
     def on_evaluation_end(self, label: str, evaluation: Evaluation, seconds: float) -> None:
         self.close()
+        if not evaluation.samples:
+            return  # nothing was scored (learning from traces has no test split)
         failed = f", {len(evaluation.failures)} failed" if evaluation.failures else ""
         self.console.print(
             f"{label}: accuracy {evaluation.accuracy():.3f} on {evaluation.samples} samples"

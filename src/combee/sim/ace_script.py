@@ -102,7 +102,28 @@ def _generator(prompt: str) -> dict[str, Any]:
     }
 
 
+def _trace_reflector(prompt: str) -> dict[str, Any]:
+    """A recorded trajectory (``combee learn``): the lesson names the trace, its task and the
+    first tool the agent called, so a test can follow each trace to the curator."""
+    trace_id, task_id = _block(prompt, "trace_id"), _block(prompt, "task_id")
+    call = re.search(r"-> call (\w+)\(", _block(prompt, "trajectory"))
+    tool = call[1] if call else "any tool"
+    success = _block(prompt, "outcome").startswith("success")
+    return {
+        "reasoning": f"Trace {trace_id} of task {task_id} ended in "
+        f"{'success' if success else 'failure'}.",
+        "error_identification": "" if success else f"The agent's use of {tool} went wrong.",
+        "root_cause_analysis": "" if success else "A detail was not confirmed first.",
+        "correct_approach": f"Confirm the user's details before calling {tool}.",
+        "key_insight": f"Lesson of trace {trace_id} (task {task_id}): confirm every detail "
+        f"with the user before calling {tool}.",
+        "bullet_tags": [],
+    }
+
+
 def _reflector(prompt: str) -> dict[str, Any]:
+    if "<trajectory>" in prompt:
+        return _trace_reflector(prompt)
     question = _block(prompt, "question")
     topic = topic_of(question, _block(prompt, "context"))
     correct = _block(prompt, "outcome").strip() == "correct"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from combee.core.learner import LoopLearner
@@ -11,7 +11,9 @@ from combee.llm.types import ChatModel
 from combee.methods.ace.dedup import default_near_duplicates
 from combee.methods.ace.method import AceMethod
 from combee.methods.ace.playbook import Playbook
+from combee.methods.ace.traces import TRANSCRIPT_TOKENS, TraceAceMethod
 from combee.tasks.base import Sample, Score
+from combee.tasks.traces.model import Trace
 
 
 class AceLearner(LoopLearner[Playbook]):
@@ -80,6 +82,35 @@ def ace_learner(
         AceMethod(
             llm,
             score,
+            token_budget=token_budget,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            near_duplicates=default_near_duplicates(dedup),
+        )
+    )
+
+
+def ace_traces_learner(
+    llm: ChatModel,
+    score: Callable[[str, Sample], Score],
+    *,
+    token_budget: int | None = 8000,
+    temperature: float = 0.0,
+    max_tokens: int = 2048,
+    dedup: bool | None = None,
+    traces: Sequence[Trace] = (),
+    contrast: bool = False,
+    transcript_tokens: int = TRANSCRIPT_TOKENS,
+) -> AceLearner:
+    """The registered ``ace-traces`` method: ACE reflecting on recorded trajectories (the
+    samples of a :class:`combee.tasks.traces.TraceTask`); ``score`` is not used, the record's
+    outcome is."""
+    return AceLearner(
+        TraceAceMethod(
+            llm,
+            traces=traces,
+            contrast=contrast,
+            transcript_tokens=transcript_tokens,
             token_budget=token_budget,
             temperature=temperature,
             max_tokens=max_tokens,

@@ -1,0 +1,68 @@
+"""``combee.learn``: a playbook from recorded agent trajectories, without re-running anything.
+
+The traces are a task whose samples are the records; the reflector reads each trace instead of
+a fresh attempt, and everything after it (strategies, batch sizes, the controller, the run
+directory) is :func:`combee.train`'s.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from combee.api import _run_sync, train_async
+from combee.methods.ace.traces import TRANSCRIPT_TOKENS
+from combee.results import TrainResult
+from combee.tasks.traces import TraceTask, load_traces
+
+
+async def learn_async(
+    traces: Iterable[str | os.PathLike[str]],
+    *,
+    format: str = "auto",
+    holdout_tasks: int = 0,
+    contrast: bool = False,
+    transcript_tokens: int = TRANSCRIPT_TOKENS,
+    seed: int = 0,
+    **settings: Any,
+) -> TrainResult:
+    """Learn an ACE playbook from the trace files ``traces`` (files or folders).
+
+    ``format``: ``auto`` (detected per file) or one of :data:`combee.tasks.traces.FORMATS`.
+    ``holdout_tasks``: task ids, chosen by ``seed``, whose traces stay out of learning (named
+    in ``config.json`` as ``held_out_tasks``). ``contrast``: show a trace beside a recorded trace
+    of the same task with the other outcome. ``transcript_tokens``: the trajectory's share of
+    the reflector's prompt; longer traces are cut by a rule that keeps the decisions, the errors
+    and the end (see :mod:`combee.tasks.traces.transcript`). Other settings are
+    :func:`combee.train_async`'s (``strategy``, ``batch_size``, ``llm``, ``run_dir``, ...).
+    """
+    paths = [os.fspath(path) for path in traces]
+    loaded = load_traces(paths, format=format)
+    task = TraceTask(loaded, holdout_tasks=holdout_tasks, seed=seed)
+    record = {
+        "traces": paths,
+        "trace_format": format,
+        "holdout_tasks": holdout_tasks,
+        "held_out_tasks": task.held_out,
+        "contrast": contrast,
+        "transcript_tokens": transcript_tokens,
+        **(settings.pop("record", None) or {}),
+    }
+    return await train_async(
+        task,
+        method=settings.pop("method", "ace-traces"),
+        seed=seed,
+        record=record,
+        method_options={
+            "traces": [t for t in loaded if t.task_id not in task.held_out],
+            "contrast": contrast,
+            "transcript_tokens": transcript_tokens,
+        },
+        **settings,
+    )
+
+
+def learn(traces: Iterable[str | os.PathLike[str]], **settings: Any) -> TrainResult:
+    """:func:`learn_async` for synchronous callers (see it for the settings)."""
+    return _run_sync(learn_async(traces, **settings))

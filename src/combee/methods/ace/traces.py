@@ -1,0 +1,104 @@
+"""ACE on recorded trajectories: the "rollout" is the record, the reflector reads the trace.
+
+Everything after reflection (curator, merge, strategies, batch size controller, run directory)
+is ACE's as it is. With ``contrast``, a trace is shown beside a recorded trace of the same task
+with the other outcome (a success beside a failure), when the batch's traces hold one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from combee.core.types import Reflection, Trajectory
+from combee.llm.types import ChatModel
+from combee.methods.ace import schemas
+from combee.methods.ace.method import AceMethod
+from combee.methods.ace.playbook import Playbook
+from combee.methods.ace.trace_prompts import outcome_text, trace_reflector_messages
+from combee.tasks.base import Sample, Score
+from combee.tasks.traces.model import Trace
+from combee.tasks.traces.task import recorded_score
+from combee.tasks.traces.transcript import render_transcript
+
+log = logging.getLogger(__name__)
+
+TRANSCRIPT_TOKENS = 3000
+"""The trajectory's share of the reflector's prompt, in tokens (the rest is the playbook)."""
+
+
+class TraceAceMethod(AceMethod):
+    """:class:`AceMethod` whose samples carry a recorded :class:`Trace` (``sample.meta``)."""
+
+    def __init__(
+        self,
+        llm: ChatModel,
+        *,
+        traces: Sequence[Trace] = (),
+        transcript_tokens: int = TRANSCRIPT_TOKENS,
+        contrast: bool = False,
+        **options: Any,
+    ) -> None:
+        super().__init__(llm, _recorded, **options)
+        self.transcript_tokens = transcript_tokens
+        self.contrast = contrast
+        self._by_task: dict[str, list[Trace]] = {}
+        for trace in traces:
+            self._by_task.setdefault(trace.task_id, []).append(trace)
+        self.cut_traces: dict[str, tuple[str, ...]] = {}
+        """Trace id -> what was cut to fit its transcript (only traces that were cut)."""
+
+    async def rollout(self, context: Playbook, sample: Sample) -> Trajectory:
+        trace = _trace_of(sample)
+        return Trajectory(sample=sample, prediction="", score=recorded_score(trace))
+
+    async def reflect(self, context: Playbook, trajectory: Trajectory) -> Reflection:
+        trace = _trace_of(trajectory.sample)
+        shown = render_transcript(trace.messages, max_tokens=self.transcript_tokens)
+        if shown.cuts:
+            self.cut_traces[trace.id] = shown.cuts
+            log.info("trace %s shortened for the reflector: %s", trace.id, "; ".join(shown.cuts))
+        messages = trace_reflector_messages(
+            context,
+            trace_id=trace.id,
+            task_id=trace.task_id,
+            transcript=shown.text,
+            outcome=trace.outcome,
+            cuts=shown.cuts,
+            contrast=self._contrast(trace),
+        )
+        reply = await self._ask(messages, "reflector", schemas.REFLECTOR)
+        return Reflection(
+            sample_id=trajectory.sample.id, fields=reply, correct=trajectory.score.correct
+        )
+
+    def _contrast(self, trace: Trace) -> str:
+        if not self.contrast or trace.outcome.success is None:
+            return ""
+        other = next(
+            (
+                t
+                for t in self._by_task.get(trace.task_id, ())
+                if t.outcome.success is not None and t.outcome.success != trace.outcome.success
+            ),
+            None,
+        )
+        if other is None:
+            return ""
+        shown = render_transcript(other.messages, max_tokens=self.transcript_tokens // 2)
+        return (
+            f"Another recorded attempt at the same task ({other.id}), which ended in "
+            f"{outcome_text(other.outcome)}:\n{shown.text}"
+        )
+
+
+def _trace_of(sample: Sample) -> Trace:
+    trace = sample.meta.get("trace")
+    if not isinstance(trace, Trace):
+        raise TypeError(f"sample {sample.id!r} carries no recorded trace")
+    return trace
+
+
+def _recorded(prediction: str, sample: Sample) -> Score:
+    return recorded_score(_trace_of(sample))

@@ -1,0 +1,90 @@
+"""`combee learn` on the bundled tau-bench airline traces, checked at the scripted server."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from combee.methods.ace.prompts import REFLECTION_HEADER
+from combee.sim import RunningServer, serve_in_thread
+from combee.sim.ace_script import ace_responder
+from combee.tasks.traces import load_traces
+from tests.cli_helpers import run_combee
+
+LESSON = re.compile(r"Lesson of trace (\S+) \(task (\S+)\)")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RunningServer]:
+    with serve_in_thread(ace_responder) as running:
+        yield running
+
+
+def user_prompt(body: dict[str, object]) -> str:
+    messages = body["messages"]
+    assert isinstance(messages, list)
+    return next(str(m["content"]) for m in messages if m["role"] == "user")
+
+
+def test_learn_on_tau_airline_holds_out_tasks_and_reflects_each_trace_once(
+    server: RunningServer, tmp_path: Path
+) -> None:
+    server.clear_records()
+    out = tmp_path / "run"
+    result = run_combee(
+        "learn", "--traces", "tau-airline", "--holdout-tasks", "10", "--batch-size", "40",
+        "--model", "sim", "--base-url", server.base_url, "--out", str(out),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+
+    config = json.loads((out / "config.json").read_text())
+    held = set(config["held_out_tasks"])
+    assert len(held) == 10 and config["method"] == "ace"
+    traces = load_traces(["tau-airline"])
+    learned = {t.id for t in traces if t.task_id not in held}
+    assert len(learned) == 160 and config["samples"]["train"] == 160
+
+    records = [r for r in server.records if r.status == 200]
+    reflected = Counter(
+        re.search(r"<trace_id>\n(.*?)\n</trace_id>", user_prompt(r.body))[1]  # type: ignore[index]
+        for r in records
+        if r.schema_name == "reflector"
+    )
+    # Each learned trace reached exactly one reflection; no held-out task was read.
+    assert set(reflected) == learned and set(reflected.values()) == {1}
+
+    # Each reflection reached p = 2 curator calls (counted in the reflections, not the playbook).
+    curated: Counter[str] = Counter()
+    for record in records:
+        if record.schema_name == "curator":
+            prompt = user_prompt(record.body)
+            reflections = prompt[prompt.index(REFLECTION_HEADER.format(index=1)) :]
+            found = {trace for trace, _ in LESSON.findall(reflections)}
+            curated.update(found)
+    assert set(curated) == learned and set(curated.values()) == {2}
+
+    playbook = (out / "playbook.txt").read_text()
+    in_playbook = {trace for trace, task in LESSON.findall(playbook)}
+    assert in_playbook and in_playbook <= learned
+    assert not {task for _, task in LESSON.findall(playbook)} & held
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [row["batch_size"] for row in rows] == [40] * 4
+    assert "test: accuracy" not in result.stderr  # no test split when learning from traces
+    # The airline policy alone passes the transcript's share: each cut is said and logged.
+    reflector_prompts = [user_prompt(r.body) for r in records if r.schema_name == "reflector"]
+    assert all("<shortened>" in p and "characters cut" in p for p in reflector_prompts)
+    assert "shortened for the reflector" in (out / "run.log").read_text()
+
+
+def test_an_unknown_trace_file_is_named(tmp_path: Path) -> None:
+    odd = tmp_path / "odd.json"
+    odd.write_text('{"rows": [1, 2, 3]}')
+    result = run_combee("learn", "--traces", str(odd), "--model", "sim", "--out", str(tmp_path))
+    assert result.returncode != 0
+    assert "odd.json" in result.stderr and "not a trace format" in result.stderr
+    assert "Traceback" not in result.stderr
