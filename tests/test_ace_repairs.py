@@ -153,3 +153,18 @@ def test_catch_all_is_the_last_section_when_none_is_called_other() -> None:
         token_budget=None,
     )
     assert result.playbook.bullet_ids == ["bet-00001"]
+
+
+def test_a_lesson_cut_at_the_length_bound_keeps_its_whole_sentences() -> None:
+    whole = "The Sharpe ratio divides excess return by its standard deviation. " * 3
+    cut = (whole + "The playbook is not relevant to the question and does not have a")[:280]
+    short = "Use ROI = (gain - cost) / cost"  # short, no full stop: not a cut lesson
+    ops = [
+        {"type": "ADD", "section": "formulas", "content": cut},
+        {"type": "ADD", "section": "formulas", "content": short},
+    ]
+    result = apply_operations(Playbook(), ops, token_budget=None)
+    first, second = (bullet.content for bullet in result.playbook.bullets)
+    assert first == whole.strip() and first.endswith("deviation.")
+    assert second == short
+    assert result.repaired == {"unfinished_sentence": 1}

@@ -13,7 +13,8 @@ lost to its form: defects a reader can see through are repaired, logged and coun
 unknown section files the lesson under the catch-all section; a bullet id with brackets, spaces,
 capitals, a wrong slug or missing zeros names the bullet with that number; a missing type is read
 off the fields; an ADD's stray ``bullet_id`` is ignored; an UPDATE or MERGE whose bullets never
-existed adds its text as a new bullet). What still cannot apply (no text, a duplicate, a bullet this
+existed adds its text as a new bullet; a lesson cut off at the reply's length bound keeps its
+whole sentences). What still cannot apply (no text, a duplicate, a bullet this
 update already removed) is rejected with a reason and logged; the rest still apply. The input
 playbook never changes.
 
@@ -33,6 +34,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from combee.llm.bounded import LESSON_CHARS
 from combee.methods.ace.dedup import NearDuplicates, keeps_more
 from combee.methods.ace.playbook import Bullet, Playbook, Section, count_tokens, normalize_content
 
@@ -40,6 +42,10 @@ logger = logging.getLogger(__name__)
 
 OP_TYPES: tuple[str, ...] = ("ADD", "UPDATE", "MERGE", "DELETE")
 
+UNFINISHED_AT = LESSON_CHARS * 9 // 10
+"""A lesson this long without a sentence end was most likely cut by the grammar's bound."""
+_SENTENCE_ENDS = (".", "!", "?", '."', ".'", ".)", ";")
+_SENTENCE_END_RE = re.compile(r"[.!?](?=\s+[A-Z(\"'])")
 _ID_RE = re.compile(r"([a-z]+)\s*-\s*(\d+)")
 _NUMBER_RE = re.compile(r"\d+")
 
@@ -117,6 +123,18 @@ class _Draft:
 
     def repair(self, code: str, note: str) -> None:
         self.repairs.append((code, note))
+
+    def text(self, op: Mapping[str, Any]) -> str:
+        """The operation's lesson text; a lesson cut off at the reply's length bound (long, no
+        sentence end) keeps its whole sentences only, so no bullet ends mid-sentence."""
+        content = _content(op)
+        if len(content) < UNFINISHED_AT or content.endswith(_SENTENCE_ENDS):
+            return content
+        ends = [m.end() for m in _SENTENCE_END_RE.finditer(content)]
+        if not ends:
+            return content
+        self.repair("unfinished_sentence", f"cut to its last whole sentence: {content!r}")
+        return content[: ends[-1]].strip()
 
     def find(self, value: Any, name: str = "bullet_id") -> Bullet | None:
         """The bullet ``value`` names, None when it names no bullet that ever existed.
@@ -204,7 +222,7 @@ class _Draft:
         return catch_all
 
     def _add(self, op: Mapping[str, Any], section: Section) -> dict[str, Any]:
-        content = _content(op)
+        content = self.text(op)
         self.check_unique(content)
         repeated = self._repeated(content)
         if repeated is not None:
@@ -234,7 +252,7 @@ class _Draft:
     def _as_add(self, op: Mapping[str, Any], code: str, named: Any) -> dict[str, Any]:
         """An UPDATE or MERGE of bullets that never existed: its text becomes a new bullet (in
         the section its id's slug names, when it names one)."""
-        _content(op)
+        self.text(op)
         slug = _ID_RE.search(named.casefold()) if isinstance(named, str) else None
         section = self._section(op, fallback=self.base.by_slug(slug[1]) if slug else None)
         self.repair(code, f"no bullet {named!r}; the text is added as a new bullet")
@@ -244,7 +262,7 @@ class _Draft:
         old = self.find(op.get("bullet_id"))
         if old is None:
             return self._as_add(op, "update_to_add", op.get("bullet_id"))
-        content = _content(op)
+        content = self.text(op)
         self.check_unique(content, ignore=[old.id])
         self.bullets[old.id] = Bullet(old.id, old.section, content, old.helpful, old.harmful)
         return {"type": "UPDATE", "bullet_id": old.id, "content": content}
@@ -274,7 +292,7 @@ class _Draft:
             self.repair("merge_to_update", f"MERGE of one bullet updates {merged[0].id}")
             return self._update({**op, "bullet_id": merged[0].id})
         ids = [b.id for b in merged]
-        content = _content(op)
+        content = self.text(op)
         self.check_unique(content, ignore=ids)
         for bullet in merged:
             self.remove(bullet)
