@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from combee.methods.ace.dedup import keeps_more
 from combee.methods.ace.operations import apply_operations
 from combee.methods.ace.playbook import Playbook, Section
 from tests.test_ace_operations import sample_playbook
@@ -168,3 +169,17 @@ def test_a_lesson_cut_at_the_length_bound_keeps_its_whole_sentences() -> None:
     assert first == whole.strip() and first.endswith("deviation.")
     assert second == short
     assert result.repaired == {"unfinished_sentence": 1}
+
+
+def test_a_fragment_keeps_only_its_whole_sentences_and_never_replaces_a_whole_lesson() -> None:
+    whole = "The playbook is empty. Check the Sharpe ratio formula before answering."
+    fragment = "the Sharpe ratio formula or how to use it. Check the Sharpe ratio formula first"
+    ops = [{"type": "ADD", "section": "mistakes", "content": fragment}]
+    result = apply_operations(Playbook(), ops, token_budget=None)
+    (bullet,) = result.playbook.bullets
+    assert bullet.content == fragment  # no whole sentence in it: kept as written
+    two = fragment + ". Then round to two decimals. Then add the"
+    result = apply_operations(Playbook(), [{**ops[0], "content": two}], token_budget=None)
+    (bullet,) = result.playbook.bullets
+    assert bullet.content == "Check the Sharpe ratio formula first. Then round to two decimals."
+    assert keeps_more(whole, fragment) and not keeps_more(fragment, whole)

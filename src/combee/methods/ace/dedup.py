@@ -92,8 +92,14 @@ def specifics(text: str) -> frozenset[str]:
 
 
 def keeps_more(new: str, old: str) -> bool:
-    """Whether ``new`` is the better text of two repeats: more specifics, else longer."""
-    return (len(specifics(new)), len(new)) > (len(specifics(old)), len(old))
+    """Whether ``new`` is the better text of two repeats: whole sentences over a fragment,
+    then more specifics, then longer."""
+    return _rank(new) > _rank(old)
+
+
+def _rank(text: str) -> tuple[bool, int, int]:
+    whole = text[:1].isupper() and text.rstrip().endswith((".", "!", "?", ")", '"'))
+    return whole, len(specifics(text)), len(text)
 
 
 def _nested(a: frozenset[str], b: frozenset[str]) -> bool:

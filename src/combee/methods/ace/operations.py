@@ -125,16 +125,21 @@ class _Draft:
         self.repairs.append((code, note))
 
     def text(self, op: Mapping[str, Any]) -> str:
-        """The operation's lesson text; a lesson cut off at the reply's length bound (long, no
-        sentence end) keeps its whole sentences only, so no bullet ends mid-sentence."""
+        """The operation's lesson text; a lesson cut off at the reply's length bound (long, or
+        a fragment that begins in lower case, with no sentence end) keeps its whole sentences
+        only, so no bullet begins or ends mid-sentence."""
         content = _content(op)
-        if len(content) < UNFINISHED_AT or content.endswith(_SENTENCE_ENDS):
-            return content
         ends = [m.end() for m in _SENTENCE_END_RE.finditer(content)]
-        if not ends:
+        start = ends[0] if content[0].islower() and ends else 0  # begins mid-sentence
+        cut_off = len(content) >= UNFINISHED_AT or content[0].islower()
+        end = ends[-1] if cut_off and ends and not content.endswith(_SENTENCE_ENDS) else None
+        if end is None and not start:
             return content
-        self.repair("unfinished_sentence", f"cut to its last whole sentence: {content!r}")
-        return content[: ends[-1]].strip()
+        whole = content[start:end].strip()
+        if not whole:
+            return content
+        self.repair("unfinished_sentence", f"kept its whole sentences: {content!r}")
+        return whole
 
     def find(self, value: Any, name: str = "bullet_id") -> Bullet | None:
         """The bullet ``value`` names, None when it names no bullet that ever existed.
