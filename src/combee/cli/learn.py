@@ -63,9 +63,7 @@ def learn_command(
     overwrite: Annotated[bool, typer.Option(help="Reuse an --out holding a finished run.")] = False,
 ) -> None:
     """Learn a playbook from recorded agent trajectories, without re-running anything."""
-    size: int | str = batch_size.strip()
-    if str(size).lstrip("-").isdigit():
-        size = int(size)
+    size = opt.batch_size_value(batch_size)
     progress = ConsoleProgress(err)
 
     async def learn() -> TrainResult:

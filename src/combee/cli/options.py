@@ -81,3 +81,10 @@ def endpoint(
         prices=prices,
         seed=seed,
     )
+
+
+def batch_size_value(text: str) -> int | str:
+    """``--batch-size`` as the library takes it: a whole number, or a word such as ``auto``
+    (which the library checks)."""
+    size = text.strip()
+    return int(size) if size.lstrip("-").isdigit() else size

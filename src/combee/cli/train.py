@@ -88,9 +88,7 @@ def train_command(
     overwrite: Annotated[bool, typer.Option(help="Reuse an --out holding a finished run.")] = False,
 ) -> None:
     """Learn a playbook (or a GEPA system prompt) on a task and evaluate it on the test slice."""
-    size: int | str = batch_size.strip()
-    if str(size).lstrip("-").isdigit():
-        size = int(size)
+    size = opt.batch_size_value(batch_size)
     progress = ConsoleProgress(err)
 
     async def train() -> TrainResult:
