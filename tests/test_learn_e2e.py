@@ -86,5 +86,5 @@ def test_an_unknown_trace_file_is_named(tmp_path: Path) -> None:
     odd.write_text('{"rows": [1, 2, 3]}')
     result = run_combee("learn", "--traces", str(odd), "--model", "sim", "--out", str(tmp_path))
     assert result.returncode != 0
-    assert "odd.json" in result.stderr and "not a trace format" in result.stderr
+    assert "odd.json" in result.stderr and "in no trace format" in result.stderr
     assert "Traceback" not in result.stderr

@@ -118,8 +118,12 @@ def test_a_malformed_trace_names_its_file_and_position(
 def test_an_unknown_format_is_detected_and_named(tmp_path: Path) -> None:
     path = tmp_path / "numbers.json"
     path.write_text("[1, 2, 3]")
-    with pytest.raises(DatasetError, match=r"numbers\.json: is not a trace format"):
+    with pytest.raises(DatasetError, match=r"numbers\.json: is in no trace format") as caught:
         load_traces([path])
+    assert "tau: " in str(caught.value) and "openai: " in str(caught.value)
+    # In a folder, such a file is skipped (with a warning) and the traces beside it are read.
+    write_jsonl(tmp_path / "runs.jsonl", OPENAI_LINE)
+    assert [t.task_id for t in load_traces([tmp_path])] == ["refund-7"]
     with pytest.raises(ConfigError, match="'xml' is not a trace format"):
         load_traces([path], format="xml")
     with pytest.raises(ConfigError, match="does not exist"):

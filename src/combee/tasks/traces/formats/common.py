@@ -1,0 +1,73 @@
+"""What every trace reader shares: the :class:`Reader` record and file helpers."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from combee.errors import DatasetError
+from combee.tasks.traces.model import Trace
+
+
+@dataclass(frozen=True)
+class Reader:
+    """One trace format: its name, the file names it reads, a cheap test of whether a file
+    is in it, and the reader proper (a :class:`DatasetError` naming the file and position
+    for anything malformed)."""
+
+    name: str
+    description: str
+    suffixes: tuple[str, ...]
+    """File name endings it reads, before an optional ``.gz``."""
+    sniff: Callable[[Path], bool]
+    read: Callable[[Path], Sequence[Trace]]
+
+
+def read_text(path: Path) -> str:
+    """The file's text, gunzipped when it ends in ``.gz``."""
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rt", encoding="utf-8") as handle:
+                return handle.read()
+        return path.read_text(encoding="utf-8")
+    except (OSError, EOFError, UnicodeDecodeError) as error:
+        raise DatasetError(str(path), None, f"cannot be read ({error})") from None
+
+
+def load_json(path: Path) -> Any:
+    """The file parsed as one JSON document."""
+    try:
+        return json.loads(read_text(path))
+    except (ValueError, RecursionError) as error:
+        raise DatasetError(str(path), None, f"is not JSON ({error})") from None
+
+
+def first_json_value(path: Path) -> Any:
+    """The file's JSON document, or its first JSON Lines record; None when neither parses.
+    For sniffing only: readers report what is wrong."""
+    try:
+        text = read_text(path)
+    except DatasetError:
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        pass
+    line = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
+def mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def name_ends(path: Path, suffixes: tuple[str, ...]) -> bool:
+    """Whether ``path``'s name, without a trailing ``.gz``, ends in one of ``suffixes``."""
+    return path.name.removesuffix(".gz").endswith(suffixes)
