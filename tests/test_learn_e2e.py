@@ -44,7 +44,7 @@ def test_learn_on_tau_airline_holds_out_tasks_and_reflects_each_trace_once(
 
     config = json.loads((out / "config.json").read_text())
     held = set(config["held_out_tasks"])
-    assert len(held) == 10 and config["method"] == "ace"
+    assert len(held) == 10 and config["method"] == "ace-traces"
     traces = load_traces(["tau-airline"])
     learned = {t.id for t in traces if t.task_id not in held}
     assert len(learned) == 160 and config["samples"]["train"] == 160

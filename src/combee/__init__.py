@@ -17,6 +17,7 @@ from combee.core.types import Method, Reflection, Strategy, Trajectory
 from combee.errors import CombeeError, ConfigError, DatasetError, EndpointError, LLMCallError
 from combee.learn import learn, learn_async
 from combee.methods.registry import METHODS
+from combee.offline_eval import NextActionResult, evaluate_next_actions, evaluate_next_actions_async
 from combee.results import EvalResult, TrainResult
 from combee.strategies.registry import STRATEGIES
 from combee.tasks.base import Sample, Score, Splits, Task
@@ -45,6 +46,7 @@ __all__ = [
     "LoopLearner",
     "LoopObserver",
     "Method",
+    "NextActionResult",
     "Reflection",
     "Sample",
     "SampleTask",
@@ -57,6 +59,8 @@ __all__ = [
     "__version__",
     "evaluate",
     "evaluate_async",
+    "evaluate_next_actions",
+    "evaluate_next_actions_async",
     "learn",
     "learn_async",
     "llm",

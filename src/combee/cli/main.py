@@ -1,9 +1,20 @@
-"""``combee``: train, learn, eval, demo, bench, compare, report, retention and sim-server
-(each command in its own module)."""
+"""``combee``: train, learn, eval, eval-traces, demo, bench, compare, report, retention and
+sim-server (each command in its own module)."""
 
 from __future__ import annotations
 
-from combee.cli import bench, compare, demo, eval, learn, report, retention, sim, train
+from combee.cli import (
+    bench,
+    compare,
+    demo,
+    eval,
+    eval_traces,
+    learn,
+    report,
+    retention,
+    sim,
+    train,
+)
 from combee.cli.app import app
 
 __all__ = [
@@ -12,6 +23,7 @@ __all__ = [
     "compare",
     "demo",
     "eval",
+    "eval_traces",
     "learn",
     "report",
     "retention",

@@ -9,6 +9,8 @@ for the role, in a way that makes learning observable:
 - curator: one ADD per new key insight (not in the playbook, not repeated in the call).
 - merge: by reference to the numbered operations, keeps every distinct one and drops the exact
   repeats (same text, ignoring case and spacing).
+- next_action (offline evaluation of a trace-learned playbook): with a playbook, the first tool
+  of the allowed list that a bullet names; without one, the trajectory's last call again.
 - summarize: every distinct key insight of the reflections (or earlier summaries) it condenses;
   the curator reads each lesson of such a summary as it reads a reflection's.
 
@@ -230,8 +232,29 @@ def _curator_reading_summaries(prompt: str) -> dict[str, Any]:
     return _curator("### Reflection 0\n".join(parts))
 
 
+def _next_action(prompt: str) -> dict[str, Any]:
+    tools = [t.strip() for t in _block(prompt, "tools").split(",") if t.strip()]
+    playbook = _block(prompt, "playbook")
+    calls = re.findall(r"-> call (\w+)\((.*)\)$", _block(prompt, "trajectory"), re.MULTILINE)
+    named = [t for t in tools if playbook and re.search(rf"\b{re.escape(t)}\b", playbook)]
+    action = named[0] if named else calls[-1][0] if calls else "respond_to_user"
+    try:
+        last = json.loads(calls[-1][1]) if calls else {}
+    except ValueError:
+        last = {}
+    arguments = last if isinstance(last, dict) else {}
+    return {
+        "action": action,
+        "arguments": [
+            {"name": k, "value": v if isinstance(v, str) else json.dumps(v)}
+            for k, v in arguments.items()
+        ],
+    }
+
+
 _ROLES = {
     "generator": _generator,
+    "next_action": _next_action,
     "reflector": _reflector,
     "curator": _curator_reading_summaries,
     "merge": _merge,

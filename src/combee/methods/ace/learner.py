@@ -21,7 +21,7 @@ class AceLearner(LoopLearner[Playbook]):
 
     context_file = "playbook.txt"
 
-    def __init__(self, method: AceMethod) -> None:
+    def __init__(self, method: AceMethod, *, name: str = "ace") -> None:
         super().__init__(
             method,
             method.score,
@@ -29,7 +29,7 @@ class AceLearner(LoopLearner[Playbook]):
             parse=_parse,
             render=lambda playbook: playbook.render(),
             stats=self._playbook_stats,
-            name="ace",
+            name=name,
         )
         self.ace = method
 
@@ -115,5 +115,6 @@ def ace_traces_learner(
             temperature=temperature,
             max_tokens=max_tokens,
             near_duplicates=default_near_duplicates(dedup),
-        )
+        ),
+        name="ace-traces",
     )
