@@ -15,6 +15,7 @@ import combee
 from combee.llm import connect
 from combee.methods.ace import schemas as ace_schemas
 from combee.methods.gepa import schemas as gepa_schemas
+from combee.offline_eval import learned_run_settings
 from combee.sim import RunningServer, serve_in_thread
 from combee.sim.arbitrary import arbitrary_instance, arbitrary_responder
 
@@ -77,3 +78,29 @@ async def test_gepa_finishes_with_a_prompt(
     assert result.text.strip()
     assert result.summary["iterations"] >= 1 and result.summary["test_samples"] == 3
     assert (tmp_path / strategy / "prompt.txt").read_text() == result.text
+
+
+async def test_learn_and_offline_eval_finish_on_tau_traces(
+    server: RunningServer, tmp_path: Path
+) -> None:
+    llm = connect("sim", base_url=server.base_url, max_retries=0)
+    try:
+        learned = await combee.learn_async(
+            ["tau-airline"], holdout_tasks=3, strategy="combee", batch_size=50, llm=llm,
+            run_dir=tmp_path / "learn",
+        )  # fmt: skip
+        settings = learned_run_settings(tmp_path / "learn")
+        evaluation = await combee.evaluate_next_actions_async(
+            llm=llm, points_per_task=2, out=tmp_path / "eval", **settings
+        )
+    finally:
+        await llm.aclose()
+    combee.methods.ace.Playbook.parse(learned.text)
+    config = json.loads((tmp_path / "learn" / "config.json").read_text())
+    assert len(settings["tasks"]) == 3 and settings["tasks"] == config["held_out_tasks"]
+    n = len(evaluation.points)
+    assert 3 <= n <= 6 and evaluation.failed_calls == 0
+    for accuracy in (*evaluation.tool.values(), *evaluation.arguments.values()):
+        assert accuracy.n == n and 0 <= accuracy.correct <= n
+    written = json.loads((tmp_path / "eval" / "next_action.json").read_text())
+    assert written["n_points"] == n
