@@ -158,3 +158,19 @@ def test_a_long_trace_is_cut_keeping_its_calls_errors_and_end() -> None:
     assert "Error: seat 12A is not available" in shown.text
     short = render_transcript(messages[:3], max_tokens=5000)
     assert "policy" in short.text
+
+
+def test_a_limit_spreads_the_learned_traces_over_the_tasks() -> None:
+    traces = load_traces(["tau-airline"])
+    task = TraceTask(traces, holdout_tasks=10, seed=0, limit=12)
+    chosen = task.load().train
+    tasks = [s.meta["task_id"] for s in chosen]
+    assert len(chosen) == 12 and len(set(tasks)) == 12
+    assert not set(tasks) & set(task.held_out)
+    assert [s.id for s in TraceTask(traces, holdout_tasks=10, seed=0, limit=12).load().train] == [
+        s.id for s in chosen
+    ]
+    assert len(TraceTask(traces, holdout_tasks=10, limit=45).load().train) == 45  # 40 tasks
+    with pytest.raises(ConfigError) as caught:
+        TraceTask(traces, limit=0)
+    assert caught.value.setting == "limit"

@@ -22,6 +22,7 @@ async def learn_async(
     *,
     format: str = "auto",
     holdout_tasks: int = 0,
+    limit: int | None = None,
     contrast: bool = False,
     transcript_tokens: int = TRANSCRIPT_TOKENS,
     seed: int = 0,
@@ -31,7 +32,8 @@ async def learn_async(
 
     ``format``: ``auto`` (detected per file) or one of :data:`combee.tasks.traces.FORMATS`.
     ``holdout_tasks``: task ids, chosen by ``seed``, whose traces stay out of learning (named
-    in ``config.json`` as ``held_out_tasks``). ``contrast``: show a trace beside a recorded trace
+    in ``config.json`` as ``held_out_tasks``). ``limit``: learn from only that many traces, spread
+    over the tasks by ``seed``. ``contrast``: show a trace beside a recorded trace
     of the same task with the other outcome. ``transcript_tokens``: the trajectory's share of
     the reflector's prompt; longer traces are cut by a rule that keeps the decisions, the errors
     and the end (see :mod:`combee.tasks.traces.transcript`). Other settings are
@@ -39,11 +41,12 @@ async def learn_async(
     """
     paths = [os.fspath(path) for path in traces]
     loaded = load_traces(paths, format=format)
-    task = TraceTask(loaded, holdout_tasks=holdout_tasks, seed=seed)
+    task = TraceTask(loaded, holdout_tasks=holdout_tasks, seed=seed, limit=limit)
     record = {
         "traces": paths,
         "trace_format": format,
         "holdout_tasks": holdout_tasks,
+        "trace_limit": limit,
         "held_out_tasks": task.held_out,
         "contrast": contrast,
         "transcript_tokens": transcript_tokens,

@@ -28,6 +28,9 @@ def learn_command(
     holdout_tasks: Annotated[
         int, typer.Option(help="Task ids (chosen by the seed) kept out of learning.")
     ] = 0,
+    limit: Annotated[
+        int | None, typer.Option(help="Learn from only N traces, spread over the tasks.")
+    ] = None,
     contrast: Annotated[
         bool, typer.Option(help="Show a success beside a failure of the same task.")
     ] = False,
@@ -74,7 +77,7 @@ def learn_command(
         )  # fmt: skip
         try:
             return await learn_async(
-                traces, format=format, holdout_tasks=holdout_tasks, contrast=contrast,
+                traces, format=format, holdout_tasks=holdout_tasks, limit=limit, contrast=contrast,
                 transcript_tokens=transcript_tokens, strategy=strategy, batch_size=size,
                 llm=llm, epochs=epochs, run_dir=out, overwrite=overwrite,
                 observers=[progress], seed=seed, duplication=duplication, fan_in=fan_in,

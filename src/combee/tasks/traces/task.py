@@ -16,13 +16,16 @@ class TraceTask:
     """A task whose training samples are recorded trajectories.
 
     ``holdout_tasks`` task ids, chosen by ``seed``, are kept out of learning (all their traces);
-    :attr:`held_out` lists them for an offline evaluation. Nothing is generated, so the test
-    split is empty: a trace-learned playbook is judged offline or in the user's environment.
+    :attr:`held_out` lists them for an offline evaluation. ``limit``: learn from only that many
+    traces, chosen by ``seed`` one task at a time (a first trace of every task before any
+    second). Nothing is generated, so the test split is empty: a trace-learned playbook is
+    judged offline or in the user's environment.
     """
 
     traces: Sequence[Trace]
     holdout_tasks: int = 0
     seed: int = 0
+    limit: int | None = None
     name: str = "traces"
     held_out: list[str] = field(default_factory=list)
 
@@ -35,11 +38,15 @@ class TraceTask:
                 setting="holdout_tasks",
             )
         self.held_out = sorted(random.Random(self.seed).sample(task_ids, self.holdout_tasks))
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError(f"must be at least 1 (got {self.limit})", setting="limit")
 
     def load(self) -> Splits:
         held = set(self.held_out)
-        train = [trace_sample(t) for t in self.traces if t.task_id not in held]
-        return Splits(train=train, val=[], test=[])
+        learned = [t for t in self.traces if t.task_id not in held]
+        if self.limit is not None and self.limit < len(learned):
+            learned = _spread(learned, self.limit, random.Random(self.seed + 1))
+        return Splits(train=[trace_sample(t) for t in learned], val=[], test=[])
 
     def held_out_traces(self) -> list[Trace]:
         held = set(self.held_out)
@@ -48,6 +55,21 @@ class TraceTask:
     def score(self, prediction: str, sample: Sample) -> Score:
         """The recorded outcome (nothing is predicted when learning from traces)."""
         return recorded_score(sample.meta["trace"])
+
+
+def _spread(traces: Sequence[Trace], count: int, rng: random.Random) -> list[Trace]:
+    """``count`` of ``traces``, one task at a time in a shuffled order, kept in file order."""
+    by_task: dict[str, list[Trace]] = {}
+    for trace in traces:
+        by_task.setdefault(trace.task_id, []).append(trace)
+    queues = [rng.sample(group, len(group)) for group in by_task.values()]
+    rng.shuffle(queues)
+    chosen: set[str] = set()
+    while len(chosen) < count:
+        for queue in queues:
+            if queue and len(chosen) < count:
+                chosen.add(queue.pop().id)
+    return [t for t in traces if t.id in chosen]
 
 
 def trace_sample(trace: Trace) -> Sample:
