@@ -17,7 +17,7 @@ from combee.core.executor import AsyncioExecutor, Executor
 from combee.core.learner import Learner
 from combee.core.loop import BatchSchedule, LoopConfig, LoopObserver, ObserverGroup
 from combee.core.types import Strategy
-from combee.errors import ConfigError
+from combee.errors import ConfigError, RunFailedError
 from combee.llm.client import LLM
 from combee.resolve import (
     LLMArg,
@@ -58,6 +58,7 @@ async def train_async(
     val_limit: int | None = None,
     test_limit: int | None = None,
     val_every: int = 0,
+    max_failed_share: float = 0.5,
     duplication: int = 2,
     fan_in: int = 32,
     top_k: int | None = None,
@@ -92,11 +93,16 @@ async def train_async(
     results go (None: nothing is written). ``initial_context``: a file (``Path``), a text or a
     context object to start from. ``record`` adds entries to ``config.json``;
     ``method_options`` go to a named method's factory as they are (not into the config).
-    ``dedup``
+    ``max_failed_share``: the run stops with :class:`combee.errors.RunFailedError` when an
+    iteration loses more than this share of its samples to failed calls. ``dedup``
     (ACE): fold a new lesson that repeats a bullet in other words into it, by embedding
     similarity (None: on when the ``embed`` extra is installed, unless ``COMBEE_DEDUP=0``).
     """
     epochs = whole(epochs, "epochs", least=1)
+    if not 0.0 <= finite(max_failed_share, "max_failed_share", least=0.0) <= 1.0:
+        raise ConfigError(
+            f"must be from 0 to 1 (got {max_failed_share})", setting="max_failed_share"
+        )
     seed = whole(seed, "seed", least=0)
     val_every = whole(val_every, "val_every", least=0)
     finite(temperature, "temperature", least=0.0)
@@ -157,6 +163,7 @@ async def train_async(
                 "val_limit": val_limit,
                 "test_limit": test_limit,
                 "val_every": val_every,
+                "max_failed_share": max_failed_share,
                 "duplication": duplication,
                 "fan_in": fan_in,
                 "top_k": top_k,
@@ -182,7 +189,12 @@ async def train_async(
                 executor=executor or AsyncioExecutor(),
                 watchers=watchers,
                 out=out,
-                config=LoopConfig(epochs=epochs, seed=seed, val_every=val_every),
+                config=LoopConfig(
+                    epochs=epochs,
+                    seed=seed,
+                    val_every=val_every,
+                    max_failed_share=max_failed_share,
+                ),
                 baseline=baseline,
                 client=client,
             )
@@ -229,10 +241,14 @@ async def _run(
             observer=observer,
             config=config,
         )
-    except BaseException:
+    except BaseException as error:
         # Never lose finished work: the latest context is saved before the error surfaces.
         if out is not None and recorder is not None and recorder.latest_context is not None:
             out.write_text(learner.context_file, learner.render(recorder.latest_context))
+        if isinstance(error, RunFailedError) and out is not None:
+            raise RunFailedError(
+                f"{error}. Finished iterations are saved in {out.path}; no results were written"
+            ) from None
         raise
     text = learner.render(outcome.best_context)
     if out is not None:

@@ -54,6 +54,11 @@ class EndpointError(CombeeError):
         self.setting = setting
 
 
+class RunFailedError(CombeeError):
+    """The run stopped because too many of its calls failed (an outage, a model that cannot
+    answer): finished iterations stay saved, nothing after them is reported as a result."""
+
+
 class LLMCallError(CombeeError):
     """One LLM call failed after all retries; the caller records it and moves on.
 

@@ -44,6 +44,7 @@ def learn_command(
         str, typer.Option(help="Traces per iteration, or auto: profile sizes, pick one.")
     ] = "40",
     epochs: Annotated[int, typer.Option()] = 1,
+    max_failed_share: opt.MaxFailedShare = 0.5,
     model: opt.Model = DEFAULT_MODEL,
     base_url: opt.BaseUrl = None,
     api_key_env: opt.ApiKeyEnv = "OPENAI_API_KEY",
@@ -79,7 +80,8 @@ def learn_command(
             return await learn_async(
                 traces, format=format, holdout_tasks=holdout_tasks, limit=limit, contrast=contrast,
                 transcript_tokens=transcript_tokens, strategy=strategy, batch_size=size,
-                llm=llm, epochs=epochs, run_dir=out, overwrite=overwrite,
+                llm=llm, epochs=epochs, max_failed_share=max_failed_share, run_dir=out,
+                overwrite=overwrite,
                 observers=[progress], seed=seed, duplication=duplication, fan_in=fan_in,
                 token_budget=token_budget or None, max_tokens=max_tokens, dedup=dedup,
             )  # fmt: skip

@@ -34,6 +34,10 @@ JsonMode = Annotated[
         "json_object | none.",
     ),
 ]
+MaxFailedShare = Annotated[
+    float,
+    typer.Option(help="Stop the run when an iteration loses more than this share of samples."),
+]
 Client = Annotated[
     str, typer.Option(help="HTTP client: openai (the SDK) | lean (same wire format, less CPU).")
 ]

@@ -56,6 +56,7 @@ def train_command(
     val_limit: Annotated[int | None, typer.Option(help="First N validation samples.")] = None,
     test_limit: Annotated[int | None, typer.Option(help="First N test samples.")] = None,
     val_every: Annotated[int, typer.Option(help="Validate every N iterations (0: per epoch).")] = 0,
+    max_failed_share: opt.MaxFailedShare = 0.5,
     duplication: Annotated[int, typer.Option(help="Copies p of each reflection (combee).")] = 2,
     fan_in: Annotated[int, typer.Option(help="Most updates one merge call sees.")] = 32,
     top_k: Annotated[
@@ -104,6 +105,7 @@ def train_command(
                 epochs=epochs, run_dir=out, overwrite=overwrite, observers=[progress],
                 seed=seed, data=data, scorer=scorer, train_limit=train_limit,
                 val_limit=val_limit, test_limit=test_limit, val_every=val_every,
+                max_failed_share=max_failed_share,
                 duplication=duplication, fan_in=fan_in, top_k=top_k,
                 max_batch_size=max_batch_size, tau=tau,
                 reprofile=reprofile, token_budget=token_budget or None,

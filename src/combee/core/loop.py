@@ -12,7 +12,7 @@ from combee.core.controller import BatchDecision
 from combee.core.evaluate import Evaluation, SampleFailure, evaluate
 from combee.core.executor import AsyncioExecutor, Executor
 from combee.core.types import Method, ReduceTrace, Reflection, Strategy, Trajectory
-from combee.errors import ConfigError
+from combee.errors import ConfigError, RunFailedError
 from combee.tasks.base import Sample, Score
 
 C = TypeVar("C")
@@ -44,6 +44,9 @@ class LoopConfig:
     seed: int = 0
     val_every: int = 0
     """Validate every this many iterations (0: only at the end of each epoch)."""
+    max_failed_share: float = 0.5
+    """The run stops with :class:`RunFailedError` when an iteration loses more than this share
+    of its samples to failed calls (1.0: never)."""
 
 
 @dataclass
@@ -191,6 +194,9 @@ async def train(
             schedule.record(size=len(batch), wall_s=report.wall_s)
             context = report.context
             all_failures.extend(report.failures)
+            if len(report.failures) > config.max_failed_share * len(batch):
+                watch.on_iteration_end(report)  # what it did learn is kept
+                raise _too_many_failures(report, config.max_failed_share)
             epoch_done = position >= len(order)
             due = config.val_every > 0 and iteration % config.val_every == 0
             if val_samples and (due or epoch_done):
@@ -199,7 +205,11 @@ async def train(
                     method, context, val_samples, score=score, executor=run_on
                 )
                 report.val_accuracy = validation.accuracy()
-                if best_val is None or report.val_accuracy > best_val:
+                # A score taken while calls fail says nothing about the context.
+                whole = not validation.failures
+                if not whole:
+                    report.extra["val_failed_samples"] = len(validation.failures)
+                if whole and (best_val is None or report.val_accuracy > best_val):
                     best_context, best_val = context, report.val_accuracy
             watch.on_iteration_end(report)
     if best_val is None:
@@ -211,6 +221,15 @@ async def train(
         iterations=iteration,
         train_seconds=time.perf_counter() - started,
         failures=all_failures,
+    )
+
+
+def _too_many_failures(report: IterationReport[Any, Any], share: float) -> RunFailedError:
+    first = report.failures[0]
+    return RunFailedError(
+        f"iteration {report.iteration} lost {len(report.failures)} of {report.batch_size} "
+        f"samples to failed calls, more than the {share:.0%} allowed (max_failed_share); "
+        f"the first, in {first.stage}: {first.error}"
     )
 
 

@@ -1,0 +1,123 @@
+"""A run that cannot get answers fails, loudly and with its finished work saved; a run whose calls
+fail now and then finishes with nothing lost. Against the scripted server over real HTTP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import combee
+from combee.core.loop import IterationReport, LoopObserver
+from combee.errors import RunFailedError
+from combee.llm import connect
+from combee.sim import SimConfig, serve_in_thread
+from combee.sim.ace_script import ace_responder
+from combee.sim.responders import HTTPFault, request_schema
+from tests.cli_helpers import run_combee
+
+ROLES = {"generator", "reflector", "curator", "merge"}
+
+
+def roles_refused(body: Mapping[str, Any]) -> str:
+    """Answers the client's checks, refuses every ACE role call with a permanent 400."""
+    fmt = body.get("response_format")
+    name = fmt.get("json_schema", {}).get("name") if isinstance(fmt, Mapping) else None
+    if name in ROLES:
+        raise HTTPFault(400, "this model does not support the requested feature")
+    return ace_responder(body)
+
+
+def test_every_call_refused_fails_the_run_at_the_first_iteration(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with serve_in_thread(roles_refused) as server:
+        result = run_combee(
+            "train", "--task", "formula", "--batch-size", "4", "--train-limit", "8",
+            "--val-limit", "0", "--test-limit", "2", "--model", "sim",
+            "--base-url", server.base_url, "--out", str(out),
+        )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr.count("error:") == 1, result.stderr
+    message = " ".join(result.stderr[result.stderr.index("error:") :].split())
+    assert "iteration 1 lost 4 of 4 samples" in message
+    assert "does not support the requested feature" in message  # what the endpoint said
+    assert "Traceback" not in result.stderr and "done:" not in result.stdout
+    assert not (out / "final_results.json").exists()
+
+
+def test_everything_refused_fails_before_any_work(tmp_path: Path) -> None:
+    def refuse(body: Mapping[str, Any]) -> str:
+        raise HTTPFault(400, "bad request")
+
+    with serve_in_thread(refuse) as server:
+        result = run_combee(
+            "train", "--task", "formula", "--batch-size", "4", "--train-limit", "4",
+            "--model", "sim", "--base-url", server.base_url, "--out", str(tmp_path / "run"),
+        )  # fmt: skip
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "error:" in result.stderr and "400" in result.stderr
+    assert not (tmp_path / "run" / "metrics.jsonl").exists()
+
+
+async def test_a_server_that_dies_after_iteration_1_fails_the_run_and_keeps_iteration_1(
+    tmp_path: Path,
+) -> None:
+    server = serve_in_thread(ace_responder)
+
+    class KillAfterFirst(LoopObserver):
+        def on_iteration_end(self, report: IterationReport[Any, Any]) -> None:
+            if report.iteration == 1:
+                server.stop()
+
+    llm = connect("sim", base_url=server.base_url, max_retries=1, timeout_s=5.0)
+    try:
+        with pytest.raises(RunFailedError) as caught:
+            await combee.train_async(
+                "formula", strategy="combee", batch_size=4, llm=llm, run_dir=tmp_path,
+                train_limit=12, val_limit=0, test_limit=2, observers=[KillAfterFirst()],
+            )  # fmt: skip
+    finally:
+        await llm.aclose()
+        server.stop()
+    message = str(caught.value)
+    assert "iteration 2 lost 4 of 4 samples" in message and str(tmp_path) in message
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in rows] == [1, 2]  # iteration 2 recorded as what it lost
+    assert rows[0]["failed_samples"] == 0 and rows[1]["failed_samples"] == 4
+    assert (tmp_path / "playbook.txt").read_text().strip()  # iteration 1's lessons kept
+    assert not (tmp_path / "final_results.json").exists()
+
+
+async def test_a_fifth_of_calls_faulting_loses_nothing(tmp_path: Path) -> None:
+    faults = SimConfig(seed=4, rate_500=0.1, rate_429=0.05, rate_bad_body=0.05, retry_after_s=0.01)
+    with serve_in_thread(ace_responder, faults) as server:
+        llm = connect("sim", base_url=server.base_url, max_retries=6)
+        try:
+            result = await combee.train_async(
+                "formula", strategy="combee", batch_size=8, llm=llm, run_dir=tmp_path,
+                train_limit=24, val_limit=0, test_limit=8,
+            )  # fmt: skip
+        finally:
+            await llm.aclose()
+        faulted = sum(1 for r in server.records if r.status != 200)
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert faulted > 5  # the faults happened
+    assert sum(r["reflections"] for r in rows) == 24 and not any(r["failed_samples"] for r in rows)
+    assert result.summary["test_samples"] == 8 and result.summary["test_failed_samples"] == 0
+
+
+def test_max_failed_share_is_checked() -> None:
+    with pytest.raises(combee.ConfigError) as caught:
+        combee.train("formula", llm="sim", max_failed_share=1.5)
+    assert caught.value.setting == "max_failed_share"
+
+
+def test_schema_of_refused_calls_is_an_ace_role() -> None:
+    body = {"response_format": {"type": "json_schema", "json_schema": {"name": "curator",
+            "schema": {"type": "object"}}}}  # fmt: skip
+    assert request_schema(body) is not None
+    with pytest.raises(HTTPFault):
+        roles_refused(body)
