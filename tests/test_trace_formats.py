@@ -174,3 +174,13 @@ def test_a_limit_spreads_the_learned_traces_over_the_tasks() -> None:
     with pytest.raises(ConfigError) as caught:
         TraceTask(traces, limit=0)
     assert caught.value.setting == "limit"
+
+
+def test_a_named_format_reads_only_its_own_files_in_a_folder(tmp_path: Path) -> None:
+    tau = [{"task_id": "t1", "traj": [{"role": "user", "content": "hi"}], "reward": 0.0}]
+    (tmp_path / "results-tau.json").write_text(json.dumps(tau))
+    (tmp_path / "config.json").write_text('{"model": "gpt-4o"}')  # a run record beside them
+    (trace,) = load_traces([tmp_path], format="tau")
+    assert trace.task_id == "t1" and trace.outcome.success is False
+    with pytest.raises(DatasetError, match="config.json"):
+        load_traces([tmp_path / "config.json"], format="tau")  # named: read, and refused

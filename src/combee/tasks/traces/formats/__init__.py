@@ -21,6 +21,10 @@ logger = logging.getLogger(__name__)
 
 # Detection tries them in this order: the most specific shapes first.
 _MODULES: Mapping[str, str] = {
+    "atif": "atif",
+    "swe-agent": "swe_agent",
+    "inspect": "inspect_log",
+    "otel": "otel",
     "tau": "tau",
     "openai": "openai",
 }
@@ -46,29 +50,47 @@ def reader(name: str) -> Reader:
 
 
 def load_traces(paths: Iterable[str | Path], *, format: str = "auto") -> list[Trace]:
-    """Every trace in ``paths``: files, folders (searched for the file names the formats
-    read; files in no known format are skipped with a warning), or the name of a bundled set
-    (``tau-airline``)."""
+    """Every trace in ``paths``: files, folders, or the name of a bundled set
+    (``tau-airline``). A file named in ``paths`` is read in ``format`` (or the one detected); a
+    file found in a folder is read only when it is in that format (or any known one), others
+    are skipped with a warning (run records such as ``result.json`` quietly)."""
     chosen = None if format == "auto" else reader(format)
     traces: list[Trace] = []
     skipped: list[Path] = []
     for path, named in _files(paths, chosen):
-        kind = chosen or _detect(path)
+        if named:
+            kind = chosen or _detect(path)
+        else:
+            kind = (chosen if chosen.sniff(path) else None) if chosen else _detect(path)
         if kind is None:
             if named:
                 raise _unknown(path)
             skipped.append(path)
             continue
         traces.extend(kind.read(path))
-    if skipped:
-        logger.warning(
-            "skipped %d file(s) in no trace format Combee reads: %s",
-            len(skipped),
-            ", ".join(str(p) for p in skipped[:5]) + (" ..." if len(skipped) > 5 else ""),
-        )
+    _report_skipped(skipped)
     if not traces:
         raise ConfigError("hold no traces", setting="traces")
     return traces
+
+
+COMPANION_FILES = frozenset(
+    {"result.json", "results.json", "report.json", "config.json", "summaries.json"}
+)
+"""Files that sit beside traces in the folders agent harnesses write (a trial's result, a
+run's configuration, a benchmark report): read by the readers that need them, never traces."""
+
+
+def _report_skipped(skipped: list[Path]) -> None:
+    odd = [p for p in skipped if p.name not in COMPANION_FILES]
+    if odd:
+        logger.warning(
+            "skipped %d file(s) in no trace format Combee reads: %s",
+            len(odd),
+            ", ".join(str(p) for p in odd[:5]) + (" ..." if len(odd) > 5 else ""),
+        )
+    if len(odd) < len(skipped):
+        logger.info("skipped %d run record(s) beside the traces", len(skipped) - len(odd))
 
 
 def detect_format(path: Path) -> str:
