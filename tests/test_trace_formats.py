@@ -182,5 +182,5 @@ def test_a_named_format_reads_only_its_own_files_in_a_folder(tmp_path: Path) -> 
     (tmp_path / "config.json").write_text('{"model": "gpt-4o"}')  # a run record beside them
     (trace,) = load_traces([tmp_path], format="tau")
     assert trace.task_id == "t1" and trace.outcome.success is False
-    with pytest.raises(DatasetError, match="config.json"):
+    with pytest.raises(DatasetError, match=r"config\.json"):
         load_traces([tmp_path / "config.json"], format="tau")  # named: read, and refused
