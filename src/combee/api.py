@@ -33,7 +33,14 @@ from combee.resolve import (
     whole,
 )
 from combee.results import EvalResult, TrainResult, usage_summary
-from combee.runs import RESULTS_FILE, ProfileRecorder, RunDir, RunRecorder, logging_to
+from combee.runs import (
+    RESULTS_FILE,
+    ProfileRecorder,
+    RunDir,
+    RunRecorder,
+    check_run_dir,
+    logging_to,
+)
 from combee.tasks.base import Sample, Task
 
 T = TypeVar("T")
@@ -128,6 +135,8 @@ async def train_async(
     if not train_set:
         raise ConfigError("has no training samples with these limits", setting="task")
     start = initial_text(initial_context)
+    if run_dir is not None:
+        check_run_dir(run_dir, overwrite=overwrite)  # before the client makes its cache there
     client, owned = llm_of(llm, seed=seed)
     try:
         options: dict[str, Any] = {

@@ -13,6 +13,52 @@ from combee.errors import ConfigError
 
 RESULTS_FILE = "final_results.json"
 PROFILE_FILE = "batch_profile.json"
+MARKER_FILE = ".combee-run"
+"""Written first in every run directory: the folder is Combee's to write, clear and resume."""
+
+OWNED = frozenset(
+    {
+        MARKER_FILE, "config.json", "metrics.jsonl", "failures.jsonl", RESULTS_FILE,
+        PROFILE_FILE, "contexts", "gepa_state", "gepa_result.json", "playbook.txt",
+        "playbook_last.txt", "prompt.txt", "prompt_last.txt", "run.log", "checkpoint.json",
+        "next_action",
+    }
+)  # fmt: skip
+"""What a run writes in its directory (the response cache aside, which ``--overwrite`` keeps)."""
+
+CACHE_FILES = frozenset({"cache.sqlite", "cache.sqlite-wal", "cache.sqlite-shm"})
+
+
+def check_run_dir(path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
+    """Refuse ``path`` before anything is created: a finished run (unless ``overwrite``), or a
+    folder holding files Combee did not write (with ``overwrite``: only when none of them has
+    the name of a file a run writes)."""
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"{folder} is a file, not a folder", setting="run_dir")
+    if not folder.is_dir():
+        return
+    entries = {entry.name for entry in folder.iterdir()}
+    if MARKER_FILE in entries:
+        if RESULTS_FILE in entries and not overwrite:
+            raise ConfigError(
+                f"{folder} already holds a finished run ({RESULTS_FILE}); "
+                "choose another directory or pass overwrite=True",
+                setting="run_dir",
+            )
+        return
+    foreign = sorted(entries - CACHE_FILES)
+    if not foreign:
+        return
+    clashing = sorted(set(foreign) & OWNED)
+    if not overwrite or clashing:
+        shown = ", ".join((clashing or foreign)[:4]) + (" ..." if len(foreign) > 4 else "")
+        raise ConfigError(
+            f"{folder} holds files that no Combee run wrote ({shown}); give a new or empty "
+            "folder"
+            + ("" if clashing else ", or pass overwrite=True to write the run beside them"),
+            setting="run_dir",
+        )
 
 
 class RunDir:
@@ -21,24 +67,27 @@ class RunDir:
 
     def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
         self.path = Path(path)
-        if (self.path / RESULTS_FILE).exists() and not overwrite:
-            raise ConfigError(
-                f"{self.path} already holds a finished run ({RESULTS_FILE}); "
-                "choose another directory or pass overwrite=True",
-                setting="run_dir",
-            )
+        check_run_dir(self.path, overwrite=overwrite)
+        ours = (self.path / MARKER_FILE).exists()
         try:
+            if ours:  # overwrite=True, or an unfinished run: this run starts afresh
+                self._clear()
             (self.path / "contexts").mkdir(parents=True, exist_ok=True)
+            (self.path / MARKER_FILE).write_text("written by combee\n", encoding="utf-8")
         except OSError as error:
             raise ConfigError(
-                f"{self.path}: cannot create the run directory: {error}", setting="run_dir"
-            ) from error
-        if overwrite:
-            for stale in ("metrics.jsonl", "failures.jsonl", RESULTS_FILE, PROFILE_FILE):
-                (self.path / stale).unlink(missing_ok=True)
-            for folder in ("contexts", "gepa_state"):
-                shutil.rmtree(self.path / folder, ignore_errors=True)
-            (self.path / "contexts").mkdir(parents=True, exist_ok=True)
+                f"{self.path}: cannot create the run directory: {error.strerror or error}",
+                setting="run_dir",
+            ) from None
+
+    def _clear(self) -> None:
+        """Remove everything an earlier run wrote here (its response cache stays)."""
+        for name in OWNED - {MARKER_FILE}:
+            target = self.path / name
+            if target.is_dir():
+                shutil.rmtree(target)
+            else:
+                target.unlink(missing_ok=True)
 
     def write_json(self, name: str, data: Mapping[str, Any]) -> Path:
         return self.write_text(name, json.dumps(data, indent=2, sort_keys=False) + "\n")
