@@ -7,12 +7,14 @@ strategy, a batch schedule, an LLM client, an executor), in the manner of ``gepa
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from combee.core.checkpoint import LoopState
 from combee.core.executor import AsyncioExecutor, Executor
 from combee.core.learner import Learner
 from combee.core.loop import BatchSchedule, LoopConfig, LoopObserver, ObserverGroup
@@ -39,11 +41,16 @@ from combee.runs import (
     RunDir,
     RunRecorder,
     check_run_dir,
+    keep_iterations_up_to,
     logging_to,
+    resume_point,
 )
 from combee.tasks.base import Sample, Task
 
 T = TypeVar("T")
+
+
+logger = logging.getLogger(__name__)
 
 
 async def train_async(
@@ -150,45 +157,57 @@ async def train_async(
         }
         learner = learner_of(method, client, the_task.score, {**options, **(method_options or {})})
         context = start_context(learner, start, initial_context)
+        config = {
+            "task": getattr(the_task, "name", str(task)),
+            "method": learner.name,
+            "strategy": getattr(the_strategy, "name", type(the_strategy).__name__),
+            "batch_size": batch_size if isinstance(batch_size, int | str) else batch_label,
+            "effective_batch_size": batch_label,
+            "epochs": epochs,
+            "seed": seed,
+            "data": data,
+            "scorer": scorer,
+            "train_limit": train_limit,
+            "val_limit": val_limit,
+            "test_limit": test_limit,
+            "val_every": val_every,
+            "max_failed_share": max_failed_share,
+            "duplication": duplication,
+            "fan_in": fan_in,
+            "top_k": top_k,
+            "max_batch_size": max_batch_size,
+            "tau": tau,
+            "reprofile": reprofile,
+            **{k: v for k, v in options.items() if k != "run_dir"},
+            "initial_context": _describe(initial_context),
+            "baseline": baseline,
+            "samples": {"train": len(train_set), "val": len(val_set), "test": len(test_set)},
+            "endpoint": dict(getattr(client, "settings", {})),
+            **(record or {}),
+        }
+        resume = None
+        load = getattr(learner, "load_context", None)
+        if run_dir is not None and not overwrite and getattr(learner, "resumable", False) and load:
+            resume = resume_point(Path(run_dir), config, load, len(train_set))
         # The run directory is made only once every setting, the method and its start are fine.
-        out = RunDir(run_dir, overwrite=overwrite) if run_dir is not None else None
+        out = None
+        if run_dir is not None:
+            out = RunDir(run_dir, overwrite=overwrite, resume=resume is not None)
+            if resume is not None:
+                keep_iterations_up_to(out, resume.iteration)
         profile = getattr(schedule, "profile", None)
         if out is not None and callable(profile):
             watchers.observers.append(ProfileRecorder(out, profile))
         with logging_to(out):
+            if resume is not None:
+                logger.info("resuming %s after iteration %d", run_dir, resume.iteration)
             if preflight:
                 await client.preflight()
-            config = {
-                "task": getattr(the_task, "name", str(task)),
-                "method": learner.name,
-                "strategy": getattr(the_strategy, "name", type(the_strategy).__name__),
-                "batch_size": batch_size if isinstance(batch_size, int | str) else batch_label,
-                "effective_batch_size": batch_label,
-                "epochs": epochs,
-                "seed": seed,
-                "data": data,
-                "scorer": scorer,
-                "train_limit": train_limit,
-                "val_limit": val_limit,
-                "test_limit": test_limit,
-                "val_every": val_every,
-                "max_failed_share": max_failed_share,
-                "duplication": duplication,
-                "fan_in": fan_in,
-                "top_k": top_k,
-                "max_batch_size": max_batch_size,
-                "tau": tau,
-                "reprofile": reprofile,
-                **{k: v for k, v in options.items() if k != "run_dir"},
-                "initial_context": _describe(initial_context),
-                "baseline": baseline,
-                "samples": {"train": len(train_set), "val": len(val_set), "test": len(test_set)},
-                "endpoint": dict(getattr(client, "settings", {})),
-                **(record or {}),
-            }
             if out is not None:
                 out.write_json("config.json", config)
-            watchers.on_run_start(config)
+            watchers.on_run_start(
+                config if resume is None else {**config, "resumed_after": resume.iteration}
+            )
             return await _run(
                 learner,
                 context,
@@ -206,6 +225,7 @@ async def train_async(
                 ),
                 baseline=baseline,
                 client=client,
+                resume=resume,
             )
     finally:
         if owned:
@@ -225,6 +245,7 @@ async def _run(
     config: LoopConfig,
     baseline: bool,
     client: LLM,
+    resume: LoopState[Any] | None = None,
 ) -> TrainResult:
     train_set, val_set, test_set = splits
     summary: dict[str, Any] = {}
@@ -234,8 +255,16 @@ async def _run(
     observer: LoopObserver = watchers
     recorder: RunRecorder | None = None
     if out is not None:
+        dump = (
+            getattr(learner, "dump_context", None) if getattr(learner, "resumable", False) else None
+        )
         recorder = RunRecorder(
-            out, usage=client.usage, render=learner.render, stats=learner.stats, inner=watchers
+            out,
+            usage=client.usage,
+            render=learner.render,
+            stats=learner.stats,
+            inner=watchers,
+            dump=dump,
         )
         observer = recorder
     stem = Path(learner.context_file)
@@ -249,6 +278,7 @@ async def _run(
             executor=executor,
             observer=observer,
             config=config,
+            **({} if resume is None else {"resume": resume}),
         )
     except BaseException as error:
         # Never lose finished work: the latest context is saved before the error surfaces.

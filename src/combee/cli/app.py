@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
@@ -33,11 +34,26 @@ def fail(message: str) -> typer.Exit:
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a command; a user-caused error prints one line (flags, not parameters) and exits 1."""
+    """Run a command; a user-caused error prints one line (flags, not parameters) and exits 1.
+    SIGTERM stops it as Ctrl-C does: finished iterations stay saved, and a rerun continues."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        previous = None
     try:
         return asyncio.run(coro)
     except CombeeError as error:
         raise fail(cli_message(error)) from None
     except KeyboardInterrupt:
-        err.print("[yellow]interrupted[/]: finished iterations are saved in the run directory")
+        err.print(
+            "[yellow]interrupted[/]: finished iterations are saved in the run directory; "
+            "the same command continues the run"
+        )
         raise typer.Exit(130) from None
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

@@ -68,6 +68,11 @@ class ConsoleProgress(LoopObserver):
             f"model={endpoint.get('model')}",
             highlight=False,
         )
+        if config.get("resumed_after"):
+            done = int(config["resumed_after"])
+            self.console.print(
+                f"resumed after iteration {done}: the run directory's checkpoint", highlight=False
+            )
 
     def _describe(self) -> None:
         if self._progress is not None and self._task is not None:

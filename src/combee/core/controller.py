@@ -242,6 +242,26 @@ class AutoBatchSize:
             if not self._pending:
                 self._decide()
 
+    def state(self) -> dict[str, Any]:
+        """Where profiling stands, for a run's checkpoint (earlier decisions stay in
+        ``batch_profile.json``)."""
+        return {
+            "epoch": self._epoch,
+            "epoch_samples": self._epoch_samples,
+            "pending": list(self._pending),
+            "measured": [list(m) for m in self._measured],
+            "chosen": self._chosen,
+            "profiling": self._profiling,
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self._epoch = int(state["epoch"])
+        self._epoch_samples = int(state["epoch_samples"])
+        self._pending = [int(size) for size in state["pending"]]
+        self._measured = [(int(size), float(wall)) for size, wall in state["measured"]]
+        self._chosen = None if state["chosen"] is None else int(state["chosen"])
+        self._profiling = bool(state["profiling"])
+
     def profile(self) -> dict[str, Any]:
         """Everything decided so far, for ``batch_profile.json``."""
         latest = self.decisions[-1] if self.decisions else None

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
+from combee.core.checkpoint import LoopState
 from combee.core.evaluate import Evaluation, evaluate
 from combee.core.executor import Executor
 from combee.core.loop import BatchSchedule, LoopConfig, LoopObserver, TrainResult, train
@@ -59,6 +60,7 @@ class Learner(Protocol[C]):
         executor: Executor,
         observer: LoopObserver,
         config: LoopConfig,
+        resume: LoopState[C] | None = None,
     ) -> TrainResult[C]: ...
 
     def results(self) -> Mapping[str, Any]:
@@ -139,6 +141,7 @@ class LoopLearner(Generic[C]):
         executor: Executor,
         observer: LoopObserver,
         config: LoopConfig,
+        resume: LoopState[C] | None = None,
     ) -> TrainResult[C]:
         return await train(
             self.method,
@@ -151,7 +154,19 @@ class LoopLearner(Generic[C]):
             config=config,
             observer=observer,
             executor=executor,
+            resume=resume,
         )
+
+    resumable = True
+    """Whether :meth:`fit` continues from a :class:`LoopState` (a run's checkpoint)."""
+
+    def dump_context(self, context: C) -> Any:
+        """A context as JSON data for a checkpoint (default: its text)."""
+        return self.render(context)
+
+    def load_context(self, data: Any) -> C:
+        """A context back from :meth:`dump_context`'s data."""
+        return self.initial_context(str(data))
 
     def results(self) -> Mapping[str, Any]:
         return {}

@@ -8,6 +8,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
+from combee.core.checkpoint import (
+    LoopState,
+    part_states,
+    restore_parts,
+    rng_state,
+    set_rng_state,
+)
 from combee.core.controller import BatchDecision
 from combee.core.evaluate import Evaluation, SampleFailure, evaluate
 from combee.core.executor import AsyncioExecutor, Executor
@@ -107,6 +114,10 @@ class LoopObserver:
     def on_batch_decision(self, decision: BatchDecision) -> None:
         return None
 
+    def on_checkpoint(self, state: LoopState[Any]) -> None:
+        """Where the loop stands after an iteration (its metrics already reported)."""
+        return None
+
 
 class ObserverGroup(LoopObserver):
     """Several observers as one, called in order."""
@@ -146,6 +157,10 @@ class ObserverGroup(LoopObserver):
         for observer in self.observers:
             observer.on_batch_decision(decision)
 
+    def on_checkpoint(self, state: LoopState[Any]) -> None:
+        for observer in self.observers:
+            observer.on_checkpoint(state)
+
 
 async def train(
     method: Method[C, U],
@@ -159,23 +174,39 @@ async def train(
     config: LoopConfig = LoopConfig(),
     observer: LoopObserver | None = None,
     executor: Executor | None = None,
+    resume: LoopState[C] | None = None,
 ) -> TrainResult[C]:
     """Learn a context from ``train_samples``; keep the best one on ``val_samples``.
 
     The map step of every batch (and each validation) runs on ``executor`` (default: concurrent
-    tasks on this event loop); the reduce runs here, with ``strategy``.
+    tasks on this event loop); the reduce runs here, with ``strategy``. After each iteration
+    the observer gets a :class:`LoopState`; given back as ``resume`` (with the same samples
+    and settings), the loop continues from there as if it had never stopped.
     """
     watch = observer or LoopObserver()
     run_on = executor or AsyncioExecutor()
     rng = random.Random(config.seed)
+    parts: dict[str, object] = {"strategy": strategy, "schedule": schedule, "method": method}
     best_context, best_val = context, None
     iteration = 0
     all_failures: list[SampleFailure] = []
-    started = time.perf_counter()
-    for epoch in range(1, config.epochs + 1):
-        order = list(train_samples)
-        rng.shuffle(order)
-        position = 0
+    first_epoch, earlier_s = 1, 0.0
+    if resume is not None:
+        context, best_context, best_val = resume.context, resume.best_context, resume.best_val
+        iteration, first_epoch, earlier_s = resume.iteration, resume.epoch, resume.train_seconds
+        all_failures = list(resume.failures)
+        set_rng_state(rng, resume.rng)
+        restore_parts(parts, resume.parts)
+    started = time.perf_counter() - earlier_s
+    index_of = {id(sample): index for index, sample in enumerate(train_samples)}
+    for epoch in range(first_epoch, config.epochs + 1):
+        if resume is not None and epoch == resume.epoch:
+            order = [train_samples[index] for index in resume.order]
+            position = resume.position
+        else:
+            order = list(train_samples)
+            rng.shuffle(order)
+            position = 0
         while position < len(order):
             size = schedule.next_size(epoch=epoch, remaining=len(order) - position)
             if isinstance(size, bool) or not isinstance(size, int) or size < 1:
@@ -212,6 +243,21 @@ async def train(
                 if whole and (best_val is None or report.val_accuracy > best_val):
                     best_context, best_val = context, report.val_accuracy
             watch.on_iteration_end(report)
+            watch.on_checkpoint(
+                LoopState(
+                    epoch=epoch,
+                    iteration=iteration,
+                    position=position,
+                    order=[index_of[id(sample)] for sample in order],
+                    rng=rng_state(rng),
+                    context=context,
+                    best_context=best_context,
+                    best_val=best_val,
+                    train_seconds=time.perf_counter() - started,
+                    failures=list(all_failures),
+                    parts=part_states(parts),
+                )
+            )
     if best_val is None:
         best_context = context
     return TrainResult(

@@ -1,17 +1,21 @@
 """Run directories: configuration, per-iteration metrics, context versions and final results."""
 
+from combee.runs.checkpoint import CHECKPOINT_FILE, keep_iterations_up_to, resume_point
 from combee.runs.logfile import logging_to
 from combee.runs.recorder import ProfileRecorder, RunRecorder, usage_delta, usage_totals
 from combee.runs.run_dir import PROFILE_FILE, RESULTS_FILE, RunDir, check_run_dir
 
 __all__ = [
+    "CHECKPOINT_FILE",
     "PROFILE_FILE",
     "RESULTS_FILE",
     "ProfileRecorder",
     "RunDir",
     "RunRecorder",
     "check_run_dir",
+    "keep_iterations_up_to",
     "logging_to",
+    "resume_point",
     "usage_delta",
     "usage_totals",
 ]

@@ -6,9 +6,11 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from combee.core.checkpoint import LoopState
 from combee.core.controller import BatchDecision
 from combee.core.loop import IterationReport, LoopObserver
 from combee.llm.types import RoleUsage
+from combee.runs.checkpoint import write_checkpoint
 from combee.runs.run_dir import PROFILE_FILE, RunDir
 
 
@@ -44,8 +46,10 @@ class RunRecorder(LoopObserver):
         render: Callable[[Any], str],
         stats: Callable[[Any], Mapping[str, Any]],
         inner: LoopObserver | None = None,
+        dump: Callable[[Any], Any] | None = None,
     ) -> None:
         self.run_dir = run_dir
+        self._dump = dump
         self._usage = usage
         self._render = render
         self._stats = stats
@@ -83,8 +87,14 @@ class RunRecorder(LoopObserver):
         self.run_dir.append_jsonl("metrics.jsonl", row)
         self.run_dir.write_context(report.iteration, self._render(report.context))
         for failure in report.failures:
-            self.run_dir.append_jsonl("failures.jsonl", dataclasses.asdict(failure))
+            row = {"iteration": report.iteration, **dataclasses.asdict(failure)}
+            self.run_dir.append_jsonl("failures.jsonl", row)
         self._inner.on_iteration_end(report)
+
+    def on_checkpoint(self, state: LoopState[Any]) -> None:
+        if self._dump is not None:
+            write_checkpoint(self.run_dir, state, self._dump)
+        self._inner.on_checkpoint(state)
 
 
 class ProfileRecorder(LoopObserver):

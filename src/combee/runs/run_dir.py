@@ -65,12 +65,16 @@ class RunDir:
     """``config.json``, ``metrics.jsonl``, ``contexts/iter_NNNN.txt``, the final context and
     ``final_results.json``; ``failures.jsonl`` lists samples skipped after failed calls."""
 
-    def __init__(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, overwrite: bool = False, resume: bool = False
+    ) -> None:
+        """``resume``: continue the unfinished run in ``path``; otherwise whatever an earlier
+        run wrote there (an unfinished one, or a finished one with ``overwrite``) is cleared."""
         self.path = Path(path)
         check_run_dir(self.path, overwrite=overwrite)
         ours = (self.path / MARKER_FILE).exists()
         try:
-            if ours:  # overwrite=True, or an unfinished run: this run starts afresh
+            if ours and not resume:
                 self._clear()
             (self.path / "contexts").mkdir(parents=True, exist_ok=True)
             (self.path / MARKER_FILE).write_text("written by combee\n", encoding="utf-8")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from combee.core.checkpoint import rng_state, set_rng_state
 from combee.core.scan import scan_reduce
 from combee.core.types import Method, ReduceTrace, Reflection
 from combee.errors import ConfigError
@@ -34,6 +35,13 @@ class CombeeStrategy:
 
     def batch_size(self, requested: int) -> int:
         return requested
+
+    def state(self) -> Any:
+        """The shuffle generator's state, for a run's checkpoint."""
+        return rng_state(self._rng)
+
+    def restore(self, state: Any) -> None:
+        set_rng_state(self._rng, state)
 
     async def reduce(
         self, method: Method[C, U], context: C, reflections: Sequence[Reflection]

@@ -33,6 +33,14 @@ class AceLearner(LoopLearner[Playbook]):
         )
         self.ace = method
 
+    def dump_context(self, context: Playbook) -> Any:
+        # The text alone would renumber: an evicted bullet's number is never given again.
+        return {"text": context.render(), "next_id": context.next_id}
+
+    def load_context(self, data: Any) -> Playbook:
+        playbook = _parse(str(data["text"]))
+        return playbook.with_bullets(playbook.bullets, next_id=int(data["next_id"]))
+
     def _playbook_stats(self, playbook: Playbook) -> Mapping[str, Any]:
         stats: dict[str, Any] = {
             "playbook_bullets": len(playbook),

@@ -74,6 +74,13 @@ class AceMethod:
         )
         return reply
 
+    def state(self) -> dict[str, Any]:
+        """The running lesson totals, for a run's checkpoint."""
+        return {"lessons": self.lessons.to_dict()}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.lessons.load(state["lessons"])
+
     async def rollout(self, context: Playbook, sample: Sample) -> Trajectory:
         reply = await self._ask(
             prompts.generator_messages(context, sample), "generator", schemas.GENERATOR
@@ -188,6 +195,20 @@ class LessonCounts:
         self.repaired: Counter[str] = Counter()
         self.combined = 0
         self.near_duplicates = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dropped": dict(self.dropped),
+            "repaired": dict(self.repaired),
+            "combined": self.combined,
+            "near_duplicates": self.near_duplicates,
+        }
+
+    def load(self, data: dict[str, Any]) -> None:
+        self.dropped = Counter(data["dropped"])
+        self.repaired = Counter(data["repaired"])
+        self.combined = int(data["combined"])
+        self.near_duplicates = int(data["near_duplicates"])
 
     def add(self, result: ApplyResult) -> None:
         self.dropped.update(result.dropped)

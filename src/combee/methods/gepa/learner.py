@@ -26,6 +26,7 @@ from gepa.core.callbacks import GEPACallback
 from gepa.core.result import GEPAResult
 from gepa.core.state import GEPAState
 
+from combee.core.checkpoint import LoopState
 from combee.core.evaluate import Evaluation, evaluate
 from combee.core.executor import Executor
 from combee.core.loop import BatchSchedule, LoopConfig, LoopObserver, TrainResult
@@ -151,7 +152,13 @@ class GepaLearner:
         executor: Executor,
         observer: LoopObserver,
         config: LoopConfig,
+        resume: LoopState[str] | None = None,
     ) -> TrainResult[str]:
+        if resume is not None:
+            raise ConfigError(
+                "GEPA runs continue from gepa's own saved state, not a loop checkpoint",
+                setting="run_dir",
+            )
         runner = LoopRunner(asyncio.get_running_loop())
         # Without validation samples gepa validates on the training set; distinct objects let the
         # adapter tell a validation pass from a minibatch by identity.

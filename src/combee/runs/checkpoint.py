@@ -1,0 +1,147 @@
+"""A run's ``checkpoint.json``: the loop's state after its last finished iteration, written
+atomically after each one, and read back by a rerun into the same folder."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from combee.core.checkpoint import LoopState
+from combee.core.executor import SampleFailure
+from combee.errors import ConfigError
+from combee.runs.run_dir import MARKER_FILE, RESULTS_FILE, RunDir
+from combee.tasks.base import Score
+
+CHECKPOINT_FILE = "checkpoint.json"
+VERSION = 1
+
+
+def write_checkpoint(run_dir: RunDir, state: LoopState[Any], dump: Callable[[Any], Any]) -> None:
+    run_dir.write_json(
+        CHECKPOINT_FILE,
+        {
+            "version": VERSION,
+            "epoch": state.epoch,
+            "iteration": state.iteration,
+            "position": state.position,
+            "order": state.order,
+            "rng": state.rng,
+            "context": dump(state.context),
+            "best_context": dump(state.best_context),
+            "best_val": state.best_val,
+            "train_seconds": state.train_seconds,
+            "failures": [dataclasses.asdict(f) for f in state.failures],
+            "parts": state.parts,
+        },
+    )
+
+
+def read_checkpoint(path: Path, load: Callable[[Any], Any], samples: int) -> LoopState[Any]:
+    """The state in ``path``; a ConfigError naming the file when it is not one this version
+    wrote for ``samples`` training samples."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("version") != VERSION:
+            raise ValueError(f"version {data.get('version')!r}, expected {VERSION}")
+        order = [int(i) for i in data["order"]]
+        if sorted(order) != list(range(samples)):
+            raise ValueError(f"its sample order is not one of {samples} training samples")
+        return LoopState(
+            epoch=int(data["epoch"]),
+            iteration=int(data["iteration"]),
+            position=int(data["position"]),
+            order=order,
+            rng=data["rng"],
+            context=load(data["context"]),
+            best_context=load(data["best_context"]),
+            best_val=None if data["best_val"] is None else float(data["best_val"]),
+            train_seconds=float(data["train_seconds"]),
+            failures=[_failure(f) for f in data["failures"]],
+            parts=dict(data["parts"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ConfigError(
+            f"{path} cannot be resumed from ({error}); pass overwrite=True to start the run afresh",
+            setting="run_dir",
+        ) from None
+
+
+def _failure(data: Mapping[str, Any]) -> SampleFailure:
+    score = data.get("score")
+    return SampleFailure(
+        sample_id=str(data["sample_id"]),
+        stage=str(data["stage"]),
+        error=str(data["error"]),
+        score=None if score is None else Score(**score),
+    )
+
+
+def keep_iterations_up_to(run_dir: RunDir, iteration: int) -> None:
+    """Forget what iterations after ``iteration`` recorded (their metrics, failures and context
+    versions): the resumed run records them again."""
+    for name in ("metrics.jsonl", "failures.jsonl"):
+        path = run_dir.path / name
+        if not path.exists():
+            continue
+        kept = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue  # a line cut by the crash
+            if isinstance(row, dict) and int(row.get("iteration", 0)) <= iteration:
+                kept.append(line)
+        run_dir.write_text(name, "".join(f"{line}\n" for line in kept))
+    for version in (run_dir.path / "contexts").glob("iter_*.txt"):
+        if int(version.stem.removeprefix("iter_")) > iteration:
+            version.unlink()
+
+
+def resume_point(
+    folder: Path, config: Mapping[str, Any], load: Callable[[Any], Any], samples: int
+) -> LoopState[Any] | None:
+    """The state to continue from when ``folder`` holds an unfinished run with a checkpoint;
+    a ConfigError naming each difference when that run had other settings."""
+    if not (folder / MARKER_FILE).exists() or (folder / RESULTS_FILE).exists():
+        return None
+    if not (folder / CHECKPOINT_FILE).exists():
+        return None  # it stopped before finishing an iteration: nothing to continue
+    try:
+        saved = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ConfigError(
+            f"{folder / 'config.json'} cannot be read ({error}); pass overwrite=True to start "
+            "the run afresh",
+            setting="run_dir",
+        ) from None
+    differences = config_differences(saved, config)
+    if differences:
+        raise ConfigError(
+            f"{folder} holds an unfinished run with other settings ({'; '.join(differences)}); "
+            "rerun it with its settings to continue it, pass overwrite=True to start afresh, "
+            "or choose another folder",
+            setting="run_dir",
+        )
+    return read_checkpoint(folder / CHECKPOINT_FILE, load, samples)
+
+
+def config_differences(saved: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
+    """``key: A there, B here`` for each setting that differs (of the endpoint, only the model
+    and its address count: concurrency or timeouts may change between attempts)."""
+    here = json.loads(json.dumps(config, default=str))
+
+    def endpoint(c: Mapping[str, Any]) -> dict[str, Any]:
+        raw = c.get("endpoint")
+        found = raw if isinstance(raw, Mapping) else {}
+        return {k: found.get(k) for k in ("model", "base_url")}
+
+    there = {**saved, "endpoint": endpoint(saved)}
+    now = {**here, "endpoint": endpoint(here)}
+    return [
+        f"{key}: {json.dumps(there.get(key))} there, {json.dumps(now.get(key))} here"
+        for key in sorted(set(there) | set(now))
+        if there.get(key) != now.get(key)
+    ]

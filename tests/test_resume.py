@@ -1,0 +1,90 @@
+"""A run killed mid-iteration continues where its last finished iteration left it, and ends as
+an uninterrupted run does. The process is killed with SIGKILL by the test."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from combee.sim import RunningServer, SimConfig, serve_in_thread
+from combee.sim.ace_script import ace_responder
+from tests.cli_helpers import COMBEE, run_combee
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RunningServer]:
+    # A little latency, so an iteration lasts long enough to be killed inside.
+    with serve_in_thread(ace_responder, SimConfig(ttft_s=0.05)) as running:
+        yield running
+
+
+def train_args(server: RunningServer, out: Path, seed: int = 0) -> list[str]:
+    return [
+        "train", "--task", "formula", "--strategy", "combee", "--batch-size", "4",
+        "--train-limit", "24", "--val-limit", "4", "--val-every", "2", "--test-limit", "6",
+        "--seed", str(seed), "--model", "sim", "--base-url", server.base_url, "--out", str(out),
+    ]  # fmt: skip
+
+
+def iterations(out: Path) -> list[int]:
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    return [json.loads(line)["iteration"] for line in lines]
+
+
+def kill_during_iteration_3(args: list[str], out: Path) -> None:
+    env = {**os.environ, "NO_COLOR": "1"}
+    process = subprocess.Popen([COMBEE, *args], env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 120
+    metrics = out / "metrics.jsonl"
+    while time.monotonic() < deadline:
+        if metrics.exists() and len(metrics.read_text().splitlines()) >= 2:
+            break
+        time.sleep(0.01)
+    time.sleep(random.Random().uniform(0.0, 0.3))  # somewhere inside iteration 3
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+    assert not (out / "final_results.json").exists()
+
+
+def test_a_killed_run_continues_and_ends_as_an_uninterrupted_one(
+    server: RunningServer, tmp_path: Path
+) -> None:
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    assert run_combee(*train_args(server, whole)).returncode == 0
+    kill_during_iteration_3(train_args(server, killed), killed)
+    done = iterations(killed)
+    assert done in ([1, 2], [1, 2, 3])  # iteration 3 may have finished before the kill
+
+    other = run_combee(*train_args(server, killed, seed=1))
+    message = " ".join(other.stderr.split())
+    assert other.returncode == 1 and "holds an unfinished run with other settings" in message
+    assert "seed: 0 there, 1 here" in message and "Traceback" not in message
+    assert iterations(killed) == done  # the refusal touched nothing
+
+    resumed = run_combee(*train_args(server, killed))
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"resumed after iteration {done[-1]}" in " ".join(resumed.stderr.split())
+    assert iterations(killed) == [1, 2, 3, 4, 5, 6]
+    assert (killed / "playbook.txt").read_text() == (whole / "playbook.txt").read_text()
+    for version in range(1, 7):
+        name = f"contexts/iter_{version:04d}.txt"
+        assert (killed / name).read_text() == (whole / name).read_text()
+    results = [json.loads((d / "final_results.json").read_text()) for d in (whole, killed)]
+    for key in ("test_accuracy", "best_val_accuracy", "iterations", "playbook_bullets"):
+        assert results[0][key] == results[1][key], key
+    assert json.loads((killed / "checkpoint.json").read_text())["iteration"] == 6
+
+
+def test_a_finished_run_is_not_resumed_but_refused(server: RunningServer, tmp_path: Path) -> None:
+    assert run_combee(*train_args(server, tmp_path)).returncode == 0
+    again = run_combee(*train_args(server, tmp_path))
+    assert again.returncode == 1 and "already holds a finished run" in again.stderr
