@@ -61,6 +61,8 @@ def learn_command(
         bool | None,
         typer.Option(help="Fold near-duplicate lessons by embedding (default: if installed)."),
     ] = None,
+    screen: opt.Screen = True,
+    redact: opt.Redact = True,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not cache responses.")] = False,
     seed: opt.Seed = 0,
     out: Annotated[Path, typer.Option(help="Run directory.")] = Path("runs/learn"),
@@ -75,6 +77,7 @@ def learn_command(
             model=model, base_url=base_url, api_key_env=api_key_env, json_mode=json_mode,
             concurrency=concurrency, timeout=timeout, max_retries=max_retries,
             cache=None if no_cache else out / "cache.sqlite", seed=seed, client=client,
+            redact=redact,
         )  # fmt: skip
         try:
             return await learn_async(
@@ -84,6 +87,7 @@ def learn_command(
                 overwrite=overwrite,
                 observers=[progress], seed=seed, duplication=duplication, fan_in=fan_in,
                 token_budget=token_budget or None, max_tokens=max_tokens, dedup=dedup,
+                screen=screen,
             )  # fmt: skip
         finally:
             progress.close()

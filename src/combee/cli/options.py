@@ -34,6 +34,14 @@ JsonMode = Annotated[
         "json_object | none.",
     ),
 ]
+Redact = Annotated[
+    bool,
+    typer.Option(help="Replace keys, tokens, passwords and e-mail addresses in all LLM traffic."),
+]
+Screen = Annotated[
+    bool,
+    typer.Option(help="Keep out lessons that are instructions planted in the data."),
+]
 MaxFailedShare = Annotated[
     float,
     typer.Option(help="Stop the run when an iteration loses more than this share of samples."),
@@ -67,6 +75,7 @@ def endpoint(
     client: str = "openai",
     price_prompt: float | None = None,
     price_completion: float | None = None,
+    redact: bool = True,
 ) -> Endpoint:
     """The endpoint the flags describe; the run connects to it once every setting is checked."""
     prices = None
@@ -84,6 +93,7 @@ def endpoint(
         cache=cache,
         prices=prices,
         seed=seed,
+        redact=redact,
     )
 
 

@@ -69,6 +69,8 @@ def train_command(
         bool | None,
         typer.Option(help="Fold near-duplicate lessons by embedding (default: if installed)."),
     ] = None,
+    screen: opt.Screen = True,
+    redact: opt.Redact = True,
     data: opt.Data = None,
     scorer: opt.Scorer = "exact",
     initial_playbook: Annotated[
@@ -98,6 +100,7 @@ def train_command(
             concurrency=concurrency, timeout=timeout, max_retries=max_retries,
             cache=None if no_cache else (cache or out / "cache.sqlite"), seed=seed,
             client=client, price_prompt=price_prompt, price_completion=price_completion,
+            redact=redact,
         )  # fmt: skip
         try:
             return await train_async(
@@ -111,6 +114,7 @@ def train_command(
                 reprofile=reprofile, token_budget=token_budget or None,
                 temperature=temperature, max_tokens=max_tokens, dedup=dedup,
                 max_metric_calls=max_metric_calls, initial_context=initial_playbook,
+                screen=screen,
                 baseline=baseline,
             )  # fmt: skip
         finally:

@@ -297,6 +297,10 @@ async def _iteration(
     trajectories = [o.trajectory for o in outcomes if o.trajectory is not None]
     reflections: list[Reflection] = [o.reflection for o in outcomes if o.reflection is not None]
     failures = [o.failure for o in outcomes if o.failure is not None]
+    screened: dict[str, int] = {}
+    screen = getattr(method, "screen", None)
+    if callable(screen):  # a method may keep out reflections it must not learn from
+        reflections, screened = screen(reflections)
     context = method.tally(snapshot, reflections)
     watch.on_phase("reduce")
     trace = await strategy.reduce(method, context, reflections)
@@ -313,4 +317,5 @@ async def _iteration(
         failures=failures,
         trace=trace,
         context=context,
+        extra={"screened_out": screened} if screened else {},
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -12,7 +13,9 @@ from typing import Any
 from combee.errors import CombeeError, ConfigError, EndpointError, InvalidReplyError, LLMCallError
 from combee.llm.accounting import Accounting, CallRecord, Prices
 from combee.llm.cache import ResponseCache, cache_key
+from combee.llm.redact import redact as redact_text
 from combee.llm.retry import Failure, backoff_delay, classify
+from combee.llm.screening import planted_kind
 from combee.llm.structured import (
     SchemaValidators,
     parse_json_reply,
@@ -35,7 +38,9 @@ class LLM:
 
     ``json_mode`` says how schemas reach the model; unless it is ``json_schema`` (or the
     backend's own ``json_mode`` is something else) the schema is also written into the system
-    prompt. The LLM owns ``cache``: :meth:`aclose` closes it.
+    prompt. The LLM owns ``cache``: :meth:`aclose` closes it. With ``redact`` (the default),
+    secret-like strings are replaced in every message before it is sent or cached and in every
+    reply (see :mod:`combee.llm.redact`); :attr:`redacted` counts them by kind.
     """
 
     def __init__(
@@ -51,6 +56,7 @@ class LLM:
         json_mode: JsonMode = "json_schema",
         prices: Prices | None = None,
         seed: int | None = None,
+        redact: bool = True,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"must be at least 1 (got {concurrency})", setting="concurrency")
@@ -74,6 +80,9 @@ class LLM:
         self._accounting = Accounting()
         self._validators = SchemaValidators()
         self._instructions: dict[int, tuple[JsonSchema, str]] = {}
+        self._redact = redact
+        self.redacted: Counter[str] = Counter()
+        """Secret-like strings replaced so far, by kind."""
         self.settings: dict[str, object] = {
             "model": backend.model,
             "base_url": self._base_url,
@@ -83,6 +92,7 @@ class LLM:
             "timeout_s": timeout_s,
             "max_retries": max_retries,
             "cache": str(cache.path) if cache is not None else None,
+            "redact": redact,
         }
         """How this client was set up, as recorded in a run's config.json (never a key)."""
 
@@ -217,6 +227,10 @@ class LLM:
         schema: JsonSchema | None,
         seed: int | None = None,
     ) -> Request:
+        if self._redact:
+            messages = [
+                {**m, "content": redact_text(m.get("content", ""), self.redacted)} for m in messages
+            ]
         if schema is not None and self._json_mode != "json_schema":
             messages = self._with_instruction(messages, schema)
         return Request.build(
@@ -258,20 +272,29 @@ class LLM:
         """A completion from the cache or the backend, and its cache key (None: no cache)."""
         start = time.perf_counter()
         if self._cache is None:
-            return await self._attempts(request, role, start), None
+            return self._cleaned(await self._attempts(request, role, start)), None
         key = cache_key(
             request, model=self.model, base_url=self._base_url, json_mode=self._json_mode
         )
         hit = await self._cache.get(key)
         if hit is None:
-            return await self._attempts(request, role, start), key
+            return self._cleaned(await self._attempts(request, role, start)), key
         self._accounting.cache_hit(role)
         self._accounting.calls.append(
             CallRecord(role, start, start, time.perf_counter(), True, 0, None)
         )
         return replace(hit, cached=True, cost=None if hit.cost is None else 0.0), key
 
+    def _cleaned(self, completion: Completion) -> Completion:
+        """The reply with secret-like strings replaced (before it is parsed or cached)."""
+        if not self._redact:
+            return completion
+        text = redact_text(completion.text, self.redacted)
+        return completion if text == completion.text else replace(completion, text=text)
+
     async def _remember(self, key: str, completion: Completion) -> None:
+        if self._redact and planted_kind(completion.text) is not None:
+            return  # a reply repeating a planted instruction is used once, never stored
         if self._cache is not None:
             await self._cache.put(key, completion)
 

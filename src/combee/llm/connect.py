@@ -50,6 +50,7 @@ class Endpoint:
     cache: str | os.PathLike[str] | ResponseCache | None = None
     prices: Prices | tuple[float, float] | None = None
     seed: int | None = 0
+    redact: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model:
@@ -85,6 +86,7 @@ class Endpoint:
             json_mode="json_object_schema" if is_local(self.model) else mode,
             prices=_prices(self.prices),
             seed=self.seed,
+            redact=self.redact,
         )
         llm.settings["model"] = self.model
         llm.settings["served_model"] = backend.model
@@ -106,6 +108,7 @@ def connect(
     cache: str | os.PathLike[str] | ResponseCache | None = None,
     prices: Prices | tuple[float, float] | None = None,
     seed: int | None = 0,
+    redact: bool = True,
 ) -> LLM:
     """An LLM client for ``model``.
 
@@ -116,7 +119,9 @@ def connect(
     ``json_mode`` says how each role's schema reaches the server (``json_schema``,
     ``json_object_schema`` for llama.cpp's server, ``json_object``, ``none``). ``cache`` is a
     SQLite response cache (a path, or an open :class:`ResponseCache`). ``prices`` are USD per
-    million prompt and completion tokens. ``seed`` is sent with every request. The client is
+    million prompt and completion tokens. ``seed`` is sent with every request. ``redact``
+    replaces secret-like strings (keys, tokens, passwords, e-mail addresses) in every message
+    and reply before they are sent, cached or used (:mod:`combee.llm.redact`). The client is
     bound to the event loop it first runs on; close it with ``await llm.aclose()``.
     """
     return Endpoint(
@@ -131,6 +136,7 @@ def connect(
         cache=cache,
         prices=prices,
         seed=seed,
+        redact=redact,
     ).connect()
 
 

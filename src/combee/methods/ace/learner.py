@@ -65,6 +65,7 @@ class AceLearner(LoopLearner[Playbook]):
             "lessons_repaired": dict(sorted(counts.repaired.items())),
             "lessons_combined": counts.combined,
             "near_duplicates": counts.near_duplicates,
+            "screened_out": dict(sorted(counts.screened.items())),
         }
 
 
@@ -83,9 +84,11 @@ def ace_learner(
     temperature: float = 0.0,
     max_tokens: int = 2048,
     dedup: bool | None = None,
+    screen: bool = True,
 ) -> AceLearner:
     """The registered ``ace`` method. ``dedup``: fold near-duplicate lessons by embedding
-    (None: when the ``embed`` extra is installed)."""
+    (None: when the ``embed`` extra is installed). ``screen``: keep out reflections that carry
+    an instruction planted in the data."""
     return AceLearner(
         AceMethod(
             llm,
@@ -94,6 +97,7 @@ def ace_learner(
             temperature=temperature,
             max_tokens=max_tokens,
             near_duplicates=default_near_duplicates(dedup),
+            screen=screen,
         )
     )
 
@@ -106,6 +110,7 @@ def ace_traces_learner(
     temperature: float = 0.0,
     max_tokens: int = 2048,
     dedup: bool | None = None,
+    screen: bool = True,
     traces: Sequence[Trace] = (),
     contrast: bool = False,
     transcript_tokens: int = TRANSCRIPT_TOKENS,
@@ -123,6 +128,7 @@ def ace_traces_learner(
             temperature=temperature,
             max_tokens=max_tokens,
             near_duplicates=default_near_duplicates(dedup),
+            screen=screen,
         ),
         name="ace-traces",
     )

@@ -10,6 +10,7 @@ from typing import Any
 
 from combee.core.types import Reflection, Trajectory
 from combee.errors import ConfigError, LLMCallError
+from combee.llm.screening import planted_instruction
 from combee.llm.types import ChatModel, JsonSchema, Message
 from combee.methods.ace import merging, prompts, schemas
 from combee.methods.ace.dedup import NearDuplicates
@@ -39,6 +40,7 @@ class AceMethod:
         temperature: float = 0.0,
         max_tokens: int = 2048,
         near_duplicates: NearDuplicates | None = None,
+        screen: bool = True,
     ) -> None:
         floor = Playbook().token_count()
         if token_budget is not None and token_budget <= floor:
@@ -61,6 +63,8 @@ class AceMethod:
         repaired); :meth:`tally` starts an iteration and clears it."""
         self.lessons = LessonCounts()
         """Lessons dropped, repaired and combined over every :meth:`apply` so far."""
+        self.screen_lessons = screen
+        """Keep out reflections that carry an instruction planted in the data."""
 
     async def _ask(
         self, messages: Sequence[Message], role: str, schema: JsonSchema
@@ -150,6 +154,27 @@ class AceMethod:
         )
         return bool(trial.applied)
 
+    def screen(self, reflections: Sequence[Reflection]) -> tuple[list[Reflection], dict[str, int]]:
+        """The reflections to curate, and how many were kept out by kind of planted
+        instruction (:mod:`combee.methods.ace.screening`)."""
+        if not self.screen_lessons:
+            return list(reflections), {}
+        kept: list[Reflection] = []
+        screened: Counter[str] = Counter()
+        for reflection in reflections:
+            kind = planted_instruction(reflection.fields)
+            if kind is None:
+                kept.append(reflection)
+            else:
+                screened[kind] += 1
+                log.warning(
+                    "reflection on sample %s kept out: it carries a planted instruction (%s)",
+                    reflection.sample_id,
+                    kind,
+                )
+        self.lessons.screened.update(screened)
+        return kept, dict(screened)
+
     def tally(self, context: Playbook, reflections: Sequence[Reflection]) -> Playbook:
         """Count the reflectors' bullet tags: helpful and harmful add one to that counter.
 
@@ -195,6 +220,7 @@ class LessonCounts:
         self.repaired: Counter[str] = Counter()
         self.combined = 0
         self.near_duplicates = 0
+        self.screened: Counter[str] = Counter()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -202,6 +228,7 @@ class LessonCounts:
             "repaired": dict(self.repaired),
             "combined": self.combined,
             "near_duplicates": self.near_duplicates,
+            "screened": dict(self.screened),
         }
 
     def load(self, data: dict[str, Any]) -> None:
@@ -209,6 +236,7 @@ class LessonCounts:
         self.repaired = Counter(data["repaired"])
         self.combined = int(data["combined"])
         self.near_duplicates = int(data["near_duplicates"])
+        self.screened = Counter(data.get("screened", {}))
 
     def add(self, result: ApplyResult) -> None:
         self.dropped.update(result.dropped)

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from combee.core.types import Reflection, Trajectory
+from combee.llm.tags import block
 from combee.llm.types import Message
 from combee.methods.ace.playbook import Playbook
 from combee.methods.ace.update import AceUpdate
@@ -105,11 +106,6 @@ REFLECTION_HEADER = "### Reflection {index}"
 UPDATE_HEADER = "### Local update {index}"
 OPERATION_LABEL = "#{number}"
 ALLOWED_SECTIONS_LABEL = "Allowed sections:"
-
-
-def block(tag: str, text: str) -> str:
-    """``text`` wrapped in ``<tag>`` ... ``</tag>`` lines."""
-    return f"<{tag}>\n{text.strip()}\n</{tag}>"
 
 
 def playbook_block(playbook: Playbook) -> str:

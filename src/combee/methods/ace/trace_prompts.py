@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from combee.llm.tags import block
 from combee.llm.types import Message
 from combee.methods.ace.playbook import Playbook
-from combee.methods.ace.prompts import block, playbook_block
+from combee.methods.ace.prompts import playbook_block
 from combee.tasks.traces.model import Outcome
 
 TRACE_REFLECTOR_SYSTEM = """\

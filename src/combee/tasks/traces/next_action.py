@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from combee.llm.tags import block
 from combee.llm.types import JsonSchema, Message
 from combee.tasks.traces.model import ToolCall, Trace
 from combee.tasks.traces.transcript import render_transcript
@@ -159,17 +160,15 @@ def next_action_messages(
     (a server's prefix cache then reads the trajectory once)."""
     shown = render_transcript(point.trace.messages[: point.index], max_tokens=transcript_tokens)
     parts = [
-        f"<task_id>\n{point.trace.task_id}\n</task_id>",
-        f"<trajectory>\n{shown.text}\n</trajectory>",
-        f"<tools>\n{', '.join(tools)}\n</tools>",
+        block("task_id", point.trace.task_id),
+        block("trajectory", shown.text),
+        block("tools", ", ".join(tools)),
     ]
     if shown.cuts:
         parts.append(f"(Shortened to fit: {'; '.join(shown.cuts)}.)")
     if playbook is not None:
-        parts.append(
-            "<playbook>\nLessons learned from earlier recorded attempts; use those that fit "
-            f"this situation:\n{playbook.strip()}\n</playbook>"
-        )
+        lessons = "Lessons learned from earlier recorded attempts; use those that fit this "
+        parts.append(block("playbook", f"{lessons}situation:\n{playbook}"))
     parts.append(f"What is the agent's next action after turn [{point.index - 1}]?")
     return [
         {"role": "system", "content": NEXT_ACTION_SYSTEM},
