@@ -121,3 +121,21 @@ def test_schema_of_refused_calls_is_an_ace_role() -> None:
     assert request_schema(body) is not None
     with pytest.raises(HTTPFault):
         roles_refused(body)
+
+
+def test_an_unreachable_endpoint_leaves_no_run_directory_behind(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = run_combee(
+        "train", "--model", "sim", "--base-url", "http://127.0.0.1:9/v1", "--train-limit", "4",
+        "--max-retries", "0", "--out", str(out),
+    )  # fmt: skip
+    assert result.returncode == 1 and "cannot reach the LLM endpoint" in result.stderr
+    assert "Traceback" not in result.stderr and not out.exists()
+
+
+def test_a_duplication_that_only_adds_calls_is_refused(tmp_path: Path) -> None:
+    result = run_combee(
+        "train", "--model", "sim", "--duplication", "100000", "--out", str(tmp_path / "r")
+    )
+    assert result.returncode == 1 and "--duplication must be at most 16" in result.stderr
+    assert not (tmp_path / "r").exists()

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+import combee
+from combee.core.loop import IterationReport, LoopObserver
 from combee.sim import RunningServer, SimConfig, serve_in_thread
 from combee.sim.ace_script import ace_responder
 from tests.cli_helpers import COMBEE, run_combee
@@ -88,3 +90,27 @@ def test_a_finished_run_is_not_resumed_but_refused(server: RunningServer, tmp_pa
     assert run_combee(*train_args(server, tmp_path)).returncode == 0
     again = run_combee(*train_args(server, tmp_path))
     assert again.returncode == 1 and "already holds a finished run" in again.stderr
+
+
+async def test_an_interrupted_learn_run_continues_after_its_last_iteration(
+    server: RunningServer, tmp_path: Path
+) -> None:
+    class StopAfterTwo(LoopObserver):
+        def on_iteration_end(self, report: IterationReport[object, object]) -> None:
+            if report.iteration == 2:
+                raise KeyboardInterrupt  # as Ctrl-C would, once iteration 2 is recorded
+
+    llm = combee.llm.connect("sim", base_url=server.base_url)
+    settings = {"holdout_tasks": 10, "limit": 40, "batch_size": 10, "llm": llm}
+    try:
+        whole = await combee.learn_async(["tau-airline"], run_dir=tmp_path / "whole", **settings)
+        with pytest.raises(KeyboardInterrupt):
+            await combee.learn_async(
+                ["tau-airline"], run_dir=tmp_path / "cut", observers=[StopAfterTwo()], **settings
+            )
+        assert iterations(tmp_path / "cut") == [1, 2]
+        resumed = await combee.learn_async(["tau-airline"], run_dir=tmp_path / "cut", **settings)
+    finally:
+        await llm.aclose()
+    assert iterations(tmp_path / "cut") == [1, 2, 3, 4]
+    assert resumed.text == whole.text

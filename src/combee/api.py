@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import time
 from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
@@ -19,7 +20,7 @@ from combee.core.executor import AsyncioExecutor, Executor
 from combee.core.learner import Learner
 from combee.core.loop import BatchSchedule, LoopConfig, LoopObserver, ObserverGroup
 from combee.core.types import Strategy
-from combee.errors import ConfigError, RunFailedError
+from combee.errors import CombeeError, ConfigError, RunFailedError
 from combee.llm.client import LLM
 from combee.resolve import (
     LLMArg,
@@ -83,6 +84,7 @@ async def train_async(
     temperature: float = 0.0,
     max_tokens: int = 2048,
     dedup: bool | None = None,
+    screen: bool = True,
     max_metric_calls: int = 200,
     initial_context: Any = None,
     baseline: bool = False,
@@ -107,8 +109,10 @@ async def train_async(
     results go (None: nothing is written). ``initial_context``: a file (``Path``), a text or a
     context object to start from. ``record`` adds entries to ``config.json``;
     ``method_options`` go to a named method's factory as they are (not into the config).
-    ``max_failed_share``: the run stops with :class:`combee.errors.RunFailedError` when an
-    iteration loses more than this share of its samples to failed calls. ``dedup``
+    ``screen`` (ACE): keep out reflections that carry an instruction planted in the data (the
+    count by kind is in the metrics as ``screened_out``). ``max_failed_share``: the run stops
+    with :class:`combee.errors.RunFailedError` when an iteration loses more than this share of
+    its samples to failed calls. ``dedup``
     (ACE): fold a new lesson that repeats a bullet in other words into it, by embedding
     similarity (None: on when the ``embed`` extra is installed, unless ``COMBEE_DEDUP=0``).
     """
@@ -142,6 +146,7 @@ async def train_async(
     if not train_set:
         raise ConfigError("has no training samples with these limits", setting="task")
     start = initial_text(initial_context)
+    fresh = run_dir is not None and not Path(run_dir).exists()
     if run_dir is not None:
         check_run_dir(run_dir, overwrite=overwrite)  # before the client makes its cache there
     client, owned = llm_of(llm, seed=seed)
@@ -151,6 +156,7 @@ async def train_async(
             "temperature": temperature,
             "max_tokens": max_tokens,
             "dedup": dedup,
+            "screen": screen,
             "seed": seed,
             "max_metric_calls": max_metric_calls,
             "run_dir": None if run_dir is None else Path(run_dir),
@@ -189,7 +195,15 @@ async def train_async(
         load = getattr(learner, "load_context", None)
         if run_dir is not None and not overwrite and getattr(learner, "resumable", False) and load:
             resume = resume_point(Path(run_dir), config, load, len(train_set))
-        # The run directory is made only once every setting, the method and its start are fine.
+        if preflight:
+            try:
+                await client.preflight()
+            except CombeeError:
+                if fresh and run_dir is not None:  # the client's cache is all this run made
+                    shutil.rmtree(run_dir, ignore_errors=True)
+                raise
+        # The run directory is made only once every setting, the method, its start and the
+        # endpoint are fine.
         out = None
         if run_dir is not None:
             out = RunDir(run_dir, overwrite=overwrite, resume=resume is not None)
@@ -201,8 +215,6 @@ async def train_async(
         with logging_to(out):
             if resume is not None:
                 logger.info("resuming %s after iteration %d", run_dir, resume.iteration)
-            if preflight:
-                await client.preflight()
             if out is not None:
                 out.write_json("config.json", config)
             watchers.on_run_start(

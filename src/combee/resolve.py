@@ -25,13 +25,19 @@ from combee.tasks.registry import get_task
 AUTO = "auto"
 
 
-def whole(value: Any, setting: str, *, least: int) -> int:
-    """``value`` as an int of at least ``least``, or ConfigError naming ``setting``."""
+def whole(value: Any, setting: str, *, least: int, most: int | None = None) -> int:
+    """``value`` as an int from ``least`` to ``most``, or ConfigError naming ``setting``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         raise ConfigError(
             f"must be a whole number of at least {least} (got {value!r})", setting=setting
         )
+    if most is not None and value > most:
+        raise ConfigError(f"must be at most {most} (got {value})", setting=setting)
     return value
+
+
+MAX_DUPLICATION = 16
+"""Copies of a reflection beyond this add calls, not coverage (the paper uses 2)."""
 
 
 def finite(value: Any, setting: str, *, least: float | None = None) -> float:
@@ -62,7 +68,7 @@ def strategy_of(
     top_k: int | None = None,
 ) -> Strategy:
     if isinstance(strategy, str):
-        whole(duplication, "duplication", least=1)
+        whole(duplication, "duplication", least=1, most=MAX_DUPLICATION)
         whole(fan_in, "fan_in", least=2)
         if top_k is not None:
             whole(top_k, "top_k", least=1)
