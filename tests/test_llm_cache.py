@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from combee.errors import ConfigError
 from combee.llm import LLM, Completion, JsonSchema, OpenAIBackend, Request, ResponseCache
 from combee.llm.cache import cache_key
 from combee.sim import RunningServer, SimConfig, echo_responder, serve_in_thread
@@ -124,3 +125,11 @@ async def test_only_valid_json_replies_are_cached(
     assert value == {"a": "fresh"}
     assert not completion.cached
     assert len(server.records) == 3
+
+
+def test_a_file_that_is_not_a_cache_is_named(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.sqlite"
+    bad.write_text("not a database")
+    with pytest.raises(ConfigError, match="cannot be used as the response cache") as caught:
+        ResponseCache(bad)
+    assert caught.value.setting == "cache"

@@ -199,3 +199,22 @@ def test_loading_is_lazy_and_cached(tmp_path: Path) -> None:
     first = task.load()
     path.unlink()
     assert task.load() is first
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('{"question": "q", "answer": ' + "9" * 5000 + "}", "more than 4,300 digits"),
+        ('{"question": "q", "answer": "a", "x": ' + "[" * 100000 + "]" * 100000 + "}",
+         "nests arrays or objects too deeply"),
+        ('{"question": "q", "answer": NaN}', "NaN is not a JSON number"),
+    ],
+)  # fmt: skip
+def test_json_that_python_cannot_hold_is_a_dataset_error(
+    tmp_path: Path, line: str, problem: str
+) -> None:
+    path = tmp_path / "odd.jsonl"
+    path.write_text(line + "\n")
+    with pytest.raises(DatasetError, match=problem) as caught:
+        JsonlTask(path).load()
+    assert caught.value.line == 1

@@ -16,6 +16,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
+from combee.errors import ConfigError
 from combee.llm.types import Completion, JsonMode, Request
 
 _SCHEMA = """
@@ -53,7 +54,15 @@ class ResponseCache:
         self._pending: dict[str, str] = {}
         self._flush_scheduled = False
         self._closed = False
-        self._db = self._executor.submit(self._open).result()
+        try:
+            self._db = self._executor.submit(self._open).result()
+        except (sqlite3.Error, OSError) as error:
+            self._executor.shutdown(wait=False)
+            raise ConfigError(
+                f"{self.path} cannot be used as the response cache ({error}); delete it or "
+                "give another cache file",
+                setting="cache",
+            ) from None
 
     def _open(self) -> sqlite3.Connection:
         directory = os.path.dirname(self.path)

@@ -23,16 +23,27 @@ def parse_jsonl(text: str, source: str) -> list[tuple[int, Record]]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
+            value = json.loads(line, parse_constant=_no_constant)
         except json.JSONDecodeError as exc:
             problem = f"not valid JSON ({exc.msg} at column {exc.colno})"
             raise DatasetError(source, number, problem) from None
+        except RecursionError:
+            raise DatasetError(source, number, "nests arrays or objects too deeply") from None
+        except ValueError as exc:  # a number too long to convert, or NaN / Infinity
+            problem = str(exc)
+            if "integer string conversion" in problem:
+                problem = "holds a number with more than 4,300 digits; write it as a string"
+            raise DatasetError(source, number, f"not usable JSON ({problem})") from None
         if not isinstance(value, dict):
             raise DatasetError(
                 source, number, f"expected a JSON object, got {type(value).__name__}"
             )
         records.append((number, value))
     return records
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number; write the value as a string or a number")
 
 
 def read_jsonl_file(path: Path) -> list[tuple[int, Record]]:
