@@ -4,6 +4,8 @@ fail now and then finishes with nothing lost. Against the scripted server over r
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ from combee.llm import connect
 from combee.sim import SimConfig, serve_in_thread
 from combee.sim.ace_script import ace_responder
 from combee.sim.responders import HTTPFault, request_schema
-from tests.cli_helpers import run_combee
+from tests.cli_helpers import COMBEE, run_combee
 
 ROLES = {"generator", "reflector", "curator", "merge"}
 
@@ -139,3 +141,24 @@ def test_a_duplication_that_only_adds_calls_is_refused(tmp_path: Path) -> None:
     )
     assert result.returncode == 1 and "--duplication must be at most 16" in result.stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_concurrency_beyond_the_open_file_limit_is_capped_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    with serve_in_thread(ace_responder) as server:
+        command = [
+            COMBEE, "train", "--task", "formula", "--batch-size", "8", "--train-limit", "8",
+            "--val-limit", "0", "--test-limit", "2", "--concurrency", "1000", "--model", "sim",
+            "--base-url", server.base_url, "--out", str(tmp_path / "run"),
+        ]  # fmt: skip
+        result = subprocess.run(
+            ["bash", "-c", 'ulimit -Sn 256 && ulimit -Hn 256 && exec "$@"', "_", *command],
+            capture_output=True, text=True, timeout=180, check=False,
+            env={**os.environ, "NO_COLOR": "1", "COLUMNS": "200"},
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    message = " ".join(result.stderr.split())
+    assert "concurrency 1000 needs about 1064 open files" in message
+    assert "running 192 calls at once instead" in message
+    assert (tmp_path / "run" / "final_results.json").exists()

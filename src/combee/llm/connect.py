@@ -6,6 +6,7 @@ goes through here, so a setting means the same thing everywhere.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from dataclasses import dataclass
@@ -23,6 +24,9 @@ ClientName = Literal["openai", "lean"]
 CLIENTS: tuple[ClientName, ...] = ("openai", "lean")
 DEFAULT_MODEL = "local"
 """The embedded local model (see :mod:`combee.llm.local_models`)."""
+
+
+logger = logging.getLogger(__name__)
 
 
 def is_local(model: str) -> bool:
@@ -76,7 +80,9 @@ class Endpoint:
         backend = _backend(self, mode)
         llm = LLM(
             backend,
-            concurrency=self.concurrency,
+            concurrency=self.concurrency
+            if is_local(self.model)
+            else _fit_open_files(self.concurrency),
             max_retries=self.max_retries,
             # An in-process model is not a remote endpoint: a slow CPU is not a fault, and a
             # timed-out attempt would only queue the same computation again behind itself.
@@ -138,6 +144,40 @@ def connect(
         seed=seed,
         redact=redact,
     ).connect()
+
+
+FILES_KEPT_FREE = 64
+"""Open files left for everything but connections (the cache, the run's files, the log)."""
+
+
+def _fit_open_files(concurrency: int) -> int:
+    """``concurrency``, after raising the process's open-file limit to fit it when the system
+    allows; else capped to fit, with a warning (each call in flight holds a connection)."""
+    try:
+        import resource
+    except ImportError:  # not on a Unix
+        return concurrency
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = concurrency + FILES_KEPT_FREE
+    if soft == resource.RLIM_INFINITY or needed <= soft:
+        return concurrency
+    target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    except (ValueError, OSError):
+        pass
+    fitted = max(1, min(concurrency, soft - FILES_KEPT_FREE))
+    if fitted < concurrency:
+        logger.warning(
+            "concurrency %d needs about %d open files but this process may open %d "
+            "(ulimit -n); running %d calls at once instead",
+            concurrency,
+            needed,
+            soft,
+            fitted,
+        )
+    return fitted
 
 
 def _json_mode(value: str) -> JsonMode:
