@@ -14,6 +14,7 @@ from combee.errors import CombeeError, ConfigError, EndpointError, InvalidReplyE
 from combee.llm.accounting import Accounting, CallRecord, Prices
 from combee.llm.cache import ResponseCache, cache_key
 from combee.llm.redact import redact as redact_text
+from combee.llm.redact import without_credentials
 from combee.llm.retry import Failure, backoff_delay, classify
 from combee.llm.screening import planted_kind
 from combee.llm.structured import (
@@ -77,6 +78,7 @@ class LLM:
         self._seed = seed
         self._rng = random.Random(seed)
         self._base_url: str | None = getattr(backend, "base_url", None)
+        self._shown_url = without_credentials(self._base_url)
         self._accounting = Accounting()
         self._validators = SchemaValidators()
         self._instructions: dict[int, tuple[JsonSchema, str]] = {}
@@ -85,7 +87,7 @@ class LLM:
         """Secret-like strings replaced so far, by kind."""
         self.settings: dict[str, object] = {
             "model": backend.model,
-            "base_url": self._base_url,
+            "base_url": self._shown_url,
             "api_key_env": getattr(backend, "api_key_env", None),
             "json_mode": self._json_mode,
             "concurrency": concurrency,
@@ -189,7 +191,7 @@ class LLM:
             raise
         except LLMCallError as error:
             raise EndpointError(
-                f"the LLM endpoint at {self._base_url or self.model} failed a test call: {error}"
+                f"the LLM endpoint at {self._shown_url or self.model} failed a test call: {error}"
             ) from None
         if self._json_mode == "json_schema":
             await self._preflight_json_schema()
@@ -206,7 +208,7 @@ class LLM:
             raise
         except LLMCallError as error:
             raise EndpointError(
-                f"the LLM endpoint at {self._base_url or self.model} refused a structured-output "
+                f"the LLM endpoint at {self._shown_url or self.model} refused a structured-output "
                 f"call ({error}). If the server lacks response_format type json_schema, set "
                 "json_mode='json_object_schema' (llama.cpp server) or json_mode='json_object'",
                 setting="json_mode",
@@ -324,7 +326,7 @@ class LLM:
             if preflight and failure.kind == "connection":
                 self._record_failure(role, start, sent, attempts, failure.detail)
                 raise EndpointError(
-                    f"cannot reach the LLM endpoint at {self._base_url or self.model}: "
+                    f"cannot reach the LLM endpoint at {self._shown_url or self.model}: "
                     f"{failure.detail}. Check base_url and that the server is running.",
                     setting="base_url",
                 )
@@ -368,7 +370,7 @@ class LLM:
             )
         if failure.status == 404:
             return EndpointError(
-                f"the endpoint {self._base_url or ''} answered 404 for model '{self.model}': "
+                f"the endpoint {self._shown_url or ''} answered 404 for model '{self.model}': "
                 "check model, and that base_url ends where the server's /chat/completions "
                 "lives (usually .../v1)",
                 setting="model",

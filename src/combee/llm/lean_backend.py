@@ -18,6 +18,7 @@ from typing import Any
 from combee.errors import ConfigError
 from combee.llm.http1 import ConnectFailed, Http1Pool, Origin, Response, ResponseBroken
 from combee.llm.openai_backend import DEFAULT_KEY_ENV, estimate_tokens, is_loopback
+from combee.llm.redact import without_credentials
 from combee.llm.response_format import ResponseFormats
 from combee.llm.retry import BackendFailure, retry_after_seconds
 from combee.llm.types import Completion, JsonMode, Request
@@ -84,7 +85,7 @@ class LeanBackend:
         self._formats = ResponseFormats(json_mode)
 
     def __repr__(self) -> str:
-        return f"LeanBackend(model={self.model!r}, base_url={self.base_url!r})"
+        return f"LeanBackend(model={self.model!r}, base_url={without_credentials(self.base_url)!r})"
 
     async def complete(self, request: Request) -> Completion:
         body: dict[str, Any] = {

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import openai
 
 from combee.errors import ConfigError
+from combee.llm.redact import without_credentials
 from combee.llm.response_format import ResponseFormats
 from combee.llm.retry import BackendFailure
 from combee.llm.types import Completion, JsonMode, Request
@@ -65,7 +66,9 @@ class OpenAIBackend:
         self._formats = ResponseFormats(json_mode)
 
     def __repr__(self) -> str:
-        return f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r})"
+        return (
+            f"OpenAIBackend(model={self.model!r}, base_url={without_credentials(self.base_url)!r})"
+        )
 
     async def complete(self, request: Request) -> Completion:
         arguments: dict[str, Any] = {

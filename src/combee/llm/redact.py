@@ -53,3 +53,10 @@ def redact(text: str, counts: Counter[str] | None = None) -> str:
     if found and counts is not None:
         counts["secret"] += found
     return text
+
+
+def without_credentials(url: str | None) -> str | None:
+    """``url`` with any ``user:password@`` removed, for messages, logs and ``config.json``."""
+    if url is None:
+        return None
+    return re.sub(r"(?<=://)[^/\s@]+@", "", url)
