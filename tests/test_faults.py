@@ -162,3 +162,14 @@ def test_concurrency_beyond_the_open_file_limit_is_capped_with_a_warning(
     assert "concurrency 1000 needs about 1064 open files" in message
     assert "running 192 calls at once instead" in message
     assert (tmp_path / "run" / "final_results.json").exists()
+
+
+def test_a_server_that_answers_with_nothing_fails_the_preflight(tmp_path: Path) -> None:
+    with serve_in_thread(lambda body: "") as server:
+        result = run_combee(
+            "train", "--model", "sim", "--base-url", server.base_url, "--train-limit", "4",
+            "--out", str(tmp_path / "run"),
+        )  # fmt: skip
+    message = " ".join(result.stderr.split())
+    assert result.returncode == 1 and "answered a structured test call with 'no content'" in message
+    assert "Traceback" not in message and not (tmp_path / "run").exists()

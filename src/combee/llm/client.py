@@ -198,12 +198,15 @@ class LLM:
 
     async def _preflight_json_schema(self) -> None:
         """Servers without ``json_schema`` response formats (llama.cpp's) answer 400: say so
-        before any work starts, with the setting that fixes it."""
+        before any work starts, with the setting that fixes it. The reply must be the object
+        asked for: a server that answers 200 with no content would fail every call."""
         request = self._request(
             [{"role": "user", "content": 'Reply with {"ok": true}.'}], 0.0, 16, _PREFLIGHT_SCHEMA
         )
         try:
-            await self._attempts(request, _PREFLIGHT_ROLE, time.perf_counter(), preflight=True)
+            completion = await self._attempts(
+                request, _PREFLIGHT_ROLE, time.perf_counter(), preflight=True
+            )
         except EndpointError:
             raise
         except LLMCallError as error:
@@ -213,6 +216,15 @@ class LLM:
                 "json_mode='json_object_schema' (llama.cpp server) or json_mode='json_object'",
                 setting="json_mode",
             ) from None
+        value, problem = self._check(completion.text, _PREFLIGHT_SCHEMA)
+        if value is None:
+            shown = completion.text.strip()[:120] or "no content"
+            raise EndpointError(
+                f"the LLM endpoint at {self._shown_url or self.model} answered a structured test "
+                f"call with {shown!r} ({problem}); every call of the run would fail the same way. "
+                "Check that the model supports structured output, or set json_mode",
+                setting="json_mode",
+            )
 
     async def aclose(self) -> None:
         try:
