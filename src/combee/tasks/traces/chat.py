@@ -35,7 +35,7 @@ def _message(item: Any, index: int) -> TraceMessage:
         raise MessageError(f"{where}: tool_calls must be a list")
     return TraceMessage(
         role="system" if role == "developer" else "tool" if role == "function" else str(role),
-        content=_text(item.get("content")),
+        content=content_text(item.get("content")),
         tool_calls=tuple(_call(call, f"{where} tool call {n}") for n, call in enumerate(calls)),
         tool_call_id=str(item.get("tool_call_id") or ""),
         name=str(item.get("name") or ""),
@@ -55,7 +55,7 @@ def _call(call: Any, where: str) -> ToolCall:
     return ToolCall(name=function["name"], arguments=arguments, id=str(call.get("id") or ""))
 
 
-def _text(content: Any) -> str:
+def content_text(content: Any) -> str:
     """Message content as text: a string, or the text parts of a list of content parts."""
     if content is None:
         return ""

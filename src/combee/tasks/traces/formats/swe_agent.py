@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from combee.errors import DatasetError
+from combee.tasks.traces.chat import content_text
 from combee.tasks.traces.formats.common import Reader, load_json, mapping, name_ends, read_text
 from combee.tasks.traces.model import Outcome, ToolCall, Trace, TraceMessage
 
@@ -156,7 +157,7 @@ def _message(path: Path, where: str, item: Any) -> TraceMessage | None:
         return _response(path, where, item)
     if "role" not in item and item.get("type") == "function_call_output":
         return TraceMessage(
-            "tool", _text(item.get("output")), tool_call_id=str(item.get("call_id"))
+            "tool", content_text(item.get("output")), tool_call_id=str(item.get("call_id"))
         )
     role = ROLES.get(str(item.get("role")))
     if role is None:
@@ -172,7 +173,7 @@ def _message(path: Path, where: str, item: Any) -> TraceMessage | None:
     ids = item.get("tool_call_ids") or [item.get("tool_call_id") or ""]
     return TraceMessage(
         role=role,
-        content=_text(item.get("content")),
+        content=content_text(item.get("content")),
         tool_calls=tuple(_call(path, f"{where}.tool_calls[{n}]", c) for n, c in enumerate(calls)),
         tool_call_id=str(ids[0] or "") if isinstance(ids, list) and ids else "",
         name=str(item.get("name") or ""),
@@ -199,7 +200,9 @@ def _response(path: Path, where: str, item: Mapping[str, Any]) -> TraceMessage:
     if not isinstance(output, list):
         raise DatasetError(str(path), None, f"{where}.output must be a list")
     texts = [
-        _text(mapping(o).get("content")) for o in output if mapping(o).get("type") == "message"
+        content_text(mapping(o).get("content"))
+        for o in output
+        if mapping(o).get("type") == "message"
     ]
     calls = [
         _call(path, f"{where}.output[{n}]", o)
@@ -217,29 +220,16 @@ def _step(path: Path, index: int, step: Any) -> list[TraceMessage]:
     action = step.get("action", "")
     if not isinstance(action, str):
         raise DatasetError(str(path), None, f"{where}.action must be text, got {action!r}")
-    thought = _text(step.get("thought") or step.get("response"))
+    thought = content_text(step.get("thought") or step.get("response"))
     if not action.strip():
         return [TraceMessage("assistant", thought)]
     call = ToolCall(name=action.split()[0], arguments={"command": action}, id=f"step-{index}")
     return [
         TraceMessage("assistant", thought, tool_calls=(call,)),
-        TraceMessage("tool", _text(step.get("observation")), tool_call_id=call.id, name=call.name),
+        TraceMessage(
+            "tool", content_text(step.get("observation")), tool_call_id=call.id, name=call.name
+        ),
     ]
-
-
-def _text(content: Any) -> str:
-    """Content as text: a string, or the text of a list of content parts."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [
-            str(part.get("text", "")) if isinstance(part, Mapping) else str(part)
-            for part in content
-        ]
-        return "\n".join(part for part in parts if part)
-    return json.dumps(content, ensure_ascii=False)
 
 
 def _outcome(path: Path, instance: str, exit_status: Any) -> Outcome:
