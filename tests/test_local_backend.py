@@ -16,6 +16,7 @@ import jsonschema
 import pytest
 
 from combee.errors import ConfigError, LLMCallError
+from combee.llm.connect import THREADS_ENV, local_threads
 from combee.llm.local_backend import INSTALL_HINT, LocalBackend, PromptStateCache
 from combee.llm.types import JsonSchema, Request
 
@@ -257,3 +258,13 @@ def test_the_token_limit_covers_the_grammars_longest_reply() -> None:
     assert arguments["max_tokens"] >= longest > 256
     plain = backend._arguments(question("What is 1 + 1?", max_tokens=256))
     assert plain["max_tokens"] == 256
+
+
+def test_the_thread_count_can_be_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(THREADS_ENV, raising=False)
+    assert local_threads() is None
+    monkeypatch.setenv(THREADS_ENV, "3")
+    assert local_threads() == 3
+    monkeypatch.setenv(THREADS_ENV, "many")
+    with pytest.raises(ConfigError, match="COMBEE_LOCAL_THREADS='many'"):
+        local_threads()

@@ -180,6 +180,23 @@ def _fit_open_files(concurrency: int) -> int:
     return fitted
 
 
+THREADS_ENV = "COMBEE_LOCAL_THREADS"
+"""Threads the embedded model computes with (default: every core this process may run on)."""
+
+
+def local_threads() -> int | None:
+    raw = os.environ.get(THREADS_ENV)
+    if not raw:
+        return None
+    try:
+        threads = int(raw)
+    except ValueError:
+        threads = 0
+    if threads < 1:
+        raise ConfigError(f"{THREADS_ENV}={raw!r} must be a whole number of at least 1")
+    return threads
+
+
 def _json_mode(value: str) -> JsonMode:
     for mode in JSON_MODES:
         if value == mode:
@@ -234,7 +251,11 @@ def _backend(endpoint: Endpoint, json_mode: JsonMode) -> Backend:
         from combee.llm.local_backend import LocalBackend
         from combee.llm.local_models import resolve_local_model
 
-        return LocalBackend(str(resolve_local_model(endpoint.model)), seed=endpoint.seed or 0)
+        return LocalBackend(
+            str(resolve_local_model(endpoint.model)),
+            seed=endpoint.seed or 0,
+            n_threads=local_threads(),
+        )
     if endpoint.client == "lean":
         from combee.llm.lean_backend import LeanBackend
 
