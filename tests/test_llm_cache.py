@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -133,3 +134,19 @@ def test_a_file_that_is_not_a_cache_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot be used as the response cache") as caught:
         ResponseCache(bad)
     assert caught.value.setting == "cache"
+
+
+async def test_a_damaged_entry_is_a_miss_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    cache = ResponseCache(path)
+    await cache.put("good", COMPLETION)
+    cache.close()
+    with sqlite3.connect(path) as db:
+        db.execute("INSERT INTO responses (key, completion) VALUES ('bad', '{not json')")
+    cache = ResponseCache(path)
+    try:
+        assert await cache.get("bad") is None
+        hit = await cache.get("good")
+        assert hit is not None and hit.text == "hello"
+    finally:
+        cache.close()

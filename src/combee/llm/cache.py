@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -42,6 +43,9 @@ def cache_key(request: Request, *, model: str, base_url: str | None, json_mode: 
     }
     encoded = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+
+
+logger = logging.getLogger(__name__)
 
 
 class ResponseCache:
@@ -83,8 +87,15 @@ class ResponseCache:
         if self._closed:
             return None
         loop = asyncio.get_running_loop()
-        stored = await loop.run_in_executor(self._executor, self._read, key)
-        return None if stored is None else _decode(stored)
+        try:
+            stored = await loop.run_in_executor(self._executor, self._read, key)
+            return None if stored is None else _decode(stored)
+        except (sqlite3.Error, ValueError, TypeError) as error:
+            # A damaged row or file costs a call, never the iteration.
+            logger.warning(
+                "response cache %s: entry unreadable (%s); calling instead", self.path, error
+            )
+            return None
 
     async def put(self, key: str, completion: Completion) -> None:
         encoded = json.dumps(asdict(completion) | {"cached": False}, ensure_ascii=False)
@@ -117,10 +128,13 @@ class ResponseCache:
             self._flush_scheduled = False
         if not batch:
             return
-        with self._db:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO responses (key, completion) VALUES (?, ?)", batch
-            )
+        try:
+            with self._db:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO responses (key, completion) VALUES (?, ?)", batch
+                )
+        except sqlite3.Error as error:  # read-only, full disk, damaged file: the run goes on
+            logger.warning("response cache %s: cannot store replies (%s)", self.path, error)
         with self._lock:
             for key, encoded in batch:
                 if self._pending.get(key) == encoded:
