@@ -62,7 +62,8 @@ class ConsoleProgress(LoopObserver):
         self.total = int(samples.get("train", 0)) * self.epochs
         endpoint = config.get("endpoint", {})
         self.console.print(
-            f"[bold]combee train[/] task={config.get('task')} method={config.get('method')} "
+            f"[bold]combee {'learn' if 'traces' in config else 'train'}[/] "
+            f"task={config.get('task')} method={config.get('method')} "
             f"strategy={config.get('strategy')} batch={config.get('batch_size')} "
             f"train={samples.get('train')} val={samples.get('val')} test={samples.get('test')} "
             f"model={endpoint.get('model')}",
