@@ -86,6 +86,18 @@ def test_a_killed_run_continues_and_ends_as_an_uninterrupted_one(
     assert json.loads((killed / "checkpoint.json").read_text())["iteration"] == 6
 
 
+def test_resume_flag_continues_from_the_folder_alone(server: RunningServer, tmp_path: Path) -> None:
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    assert run_combee(*train_args(server, whole)).returncode == 0
+    kill_during_iteration_3(train_args(server, killed), killed)
+    resumed = run_combee("train", "--resume", str(killed))
+    assert resumed.returncode == 0, resumed.stderr
+    assert iterations(killed) == [1, 2, 3, 4, 5, 6]
+    assert (killed / "playbook.txt").read_text() == (whole / "playbook.txt").read_text()
+    again = run_combee("train", "--resume", str(killed))
+    assert again.returncode == 1 and "holds a finished run: nothing to resume" in again.stderr
+
+
 def test_a_finished_run_is_not_resumed_but_refused(server: RunningServer, tmp_path: Path) -> None:
     assert run_combee(*train_args(server, tmp_path)).returncode == 0
     again = run_combee(*train_args(server, tmp_path))
@@ -109,7 +121,7 @@ async def test_an_interrupted_learn_run_continues_after_its_last_iteration(
                 ["tau-airline"], run_dir=tmp_path / "cut", observers=[StopAfterTwo()], **settings
             )
         assert iterations(tmp_path / "cut") == [1, 2]
-        resumed = await combee.learn_async(["tau-airline"], run_dir=tmp_path / "cut", **settings)
+        resumed = await combee.resume_async(tmp_path / "cut", llm=llm)  # its settings, recorded
     finally:
         await llm.aclose()
     assert iterations(tmp_path / "cut") == [1, 2, 3, 4]

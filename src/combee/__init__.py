@@ -19,6 +19,7 @@ from combee.learn import learn, learn_async
 from combee.methods.registry import METHODS
 from combee.offline_eval import NextActionResult, evaluate_next_actions, evaluate_next_actions_async
 from combee.results import EvalResult, TrainResult
+from combee.resume import resume, resume_async
 from combee.strategies.registry import STRATEGIES
 from combee.tasks.base import Sample, Score, Splits, Task
 from combee.tasks.registry import TASKS
@@ -67,6 +68,8 @@ __all__ = [
     "register_method",
     "register_strategy",
     "register_task",
+    "resume",
+    "resume_async",
     "train",
     "train_async",
 ]

@@ -165,6 +165,7 @@ async def train_async(
         context = start_context(learner, start, initial_context)
         config = {
             "task": getattr(the_task, "name", str(task)),
+            "task_spec": task if isinstance(task, str) else None,
             "method": learner.name,
             "strategy": getattr(the_strategy, "name", type(the_strategy).__name__),
             "batch_size": batch_size if isinstance(batch_size, int | str) else batch_label,

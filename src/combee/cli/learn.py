@@ -8,9 +8,9 @@ from typing import Annotated
 import typer
 
 from combee.cli import options as opt
-from combee.cli.app import DEFAULT_MODEL, app, err, run
+from combee.cli.app import DEFAULT_MODEL, app, err, fail, run
 from combee.cli.progress import ConsoleProgress
-from combee.cli.train import print_done
+from combee.cli.train import print_done, resume_run
 from combee.learn import learn_async
 from combee.methods.ace.traces import TRANSCRIPT_TOKENS
 from combee.results import TrainResult
@@ -20,8 +20,8 @@ from combee.tasks.traces import FORMATS
 @app.command("learn")
 def learn_command(
     traces: Annotated[
-        list[Path], typer.Option("--traces", help="Trace files or folders (repeatable).")
-    ],
+        list[Path] | None, typer.Option("--traces", help="Trace files or folders (repeatable).")
+    ] = None,
     format: Annotated[
         str, typer.Option("--format", help=f"auto | {' | '.join(FORMATS)}.")
     ] = "auto",
@@ -67,10 +67,15 @@ def learn_command(
     seed: opt.Seed = 0,
     out: Annotated[Path, typer.Option(help="Run directory.")] = Path("runs/learn"),
     overwrite: Annotated[bool, typer.Option(help="Reuse an --out holding a finished run.")] = False,
+    resume: opt.Resume = None,
 ) -> None:
     """Learn a playbook from recorded agent trajectories, without re-running anything."""
-    size = opt.batch_size_value(batch_size)
     progress = ConsoleProgress(err)
+    if resume is not None:
+        return resume_run(resume, progress)
+    if not traces:
+        raise fail("give --traces FILE_OR_FOLDER (repeatable), or --resume RUN_DIR")
+    size = opt.batch_size_value(batch_size)
 
     async def learn() -> TrainResult:
         llm = opt.endpoint(

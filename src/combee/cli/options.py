@@ -42,6 +42,10 @@ Screen = Annotated[
     bool,
     typer.Option(help="Keep out lessons that are instructions planted in the data."),
 ]
+Resume = Annotated[
+    Path | None,
+    typer.Option(help="Continue the unfinished run in this folder with its recorded settings."),
+]
 MaxFailedShare = Annotated[
     float,
     typer.Option(help="Stop the run when an iteration loses more than this share of samples."),

@@ -14,6 +14,7 @@ from combee.cli.app import DEFAULT_MODEL, app, err, run
 from combee.cli.progress import ConsoleProgress
 from combee.core.controller import DEFAULT_MAX_BATCH_SIZE, DEFAULT_TAU
 from combee.results import TrainResult
+from combee.resume import resume_async
 
 
 @app.command("train")
@@ -89,10 +90,13 @@ def train_command(
     seed: opt.Seed = 0,
     out: Annotated[Path, typer.Option(help="Run directory.")] = Path("runs/latest"),
     overwrite: Annotated[bool, typer.Option(help="Reuse an --out holding a finished run.")] = False,
+    resume: opt.Resume = None,
 ) -> None:
     """Learn a playbook (or a GEPA system prompt) on a task and evaluate it on the test slice."""
-    size = opt.batch_size_value(batch_size)
     progress = ConsoleProgress(err)
+    if resume is not None:
+        return resume_run(resume, progress)
+    size = opt.batch_size_value(batch_size)
 
     async def train() -> TrainResult:
         llm = opt.endpoint(
@@ -128,3 +132,15 @@ def print_done(summary: dict[str, Any], out: Path) -> None:
     keys = ("baseline_test_accuracy", "test_accuracy", "train_seconds", "llm_calls")
     line = ", ".join(f"{k}={summary[k]}" for k in keys if k in summary)
     Console().print(f"done: {line}\nrun directory: {out}", highlight=False)
+
+
+def resume_run(folder: Path, progress: ConsoleProgress) -> None:
+    """``--resume FOLDER``: continue the run there with its recorded settings, then print."""
+
+    async def go() -> TrainResult:
+        try:
+            return await resume_async(folder, observers=[progress])
+        finally:
+            progress.close()
+
+    print_done(run(go()).summary, folder)
