@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import combee
+from combee.runs import RunDir
 from combee.runs.run_dir import MARKER_FILE
 from combee.sim import RunningServer, serve_in_thread
 from combee.sim.ace_script import ace_responder
@@ -99,3 +100,14 @@ def test_a_file_given_as_the_run_directory_is_refused(tmp_path: Path) -> None:
     with pytest.raises(combee.ConfigError, match="is a file, not a folder") as caught:
         combee.train("formula", llm="sim", run_dir=path)
     assert caught.value.setting == "run_dir"
+
+
+def test_a_file_that_cannot_be_written_is_one_message(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    (run.path / "metrics.jsonl").mkdir()  # stands in for a full disk or a read-only folder
+    with pytest.raises(combee.ConfigError, match=r"cannot write .*metrics\.jsonl") as caught:
+        run.append_jsonl("metrics.jsonl", {"iteration": 1})
+    assert caught.value.setting == "run_dir"
+    (run.path / "playbook.txt").mkdir()
+    with pytest.raises(combee.ConfigError, match=r"cannot write .*playbook\.txt"):
+        run.write_text("playbook.txt", "x")

@@ -100,13 +100,27 @@ class RunDir:
         """Write atomically: a reader never sees half a file."""
         target = self.path / name
         partial = target.with_name(target.name + ".partial")
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, target)
+        try:
+            partial.write_text(text, encoding="utf-8")
+            os.replace(partial, target)
+        except OSError as error:
+            raise _unwritable(target, error) from None
         return target
 
     def append_jsonl(self, name: str, row: Mapping[str, Any]) -> None:
-        with (self.path / name).open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(row) + "\n")
+        try:
+            with (self.path / name).open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(row) + "\n")
+        except OSError as error:
+            raise _unwritable(self.path / name, error) from None
 
     def write_context(self, iteration: int, text: str) -> Path:
         return self.write_text(f"contexts/iter_{iteration:04d}.txt", text)
+
+
+def _unwritable(path: Path, error: OSError) -> ConfigError:
+    return ConfigError(
+        f"cannot write {path}: {error.strerror or error} (a full disk or a read-only folder?); "
+        "what was written before it stays",
+        setting="run_dir",
+    )
