@@ -159,7 +159,7 @@ def test_run_directory_holds_config_metrics_playbooks_and_results(
     assert (out / "contexts" / "iter_0001.txt").read_text() == (out / "playbook.txt").read_text()
     results = json.loads((out / "final_results.json").read_text())
     assert results["llm_calls"] == {
-        "preflight": 2,
+        "preflight": 1,
         "generator": 24,
         "reflector": 16,
         "curator": 4,

@@ -377,10 +377,14 @@ async def test_preflight_passes_against_a_running_server(serve: Serve, no_key: N
         llm = make_llm(server.base_url)
         await llm.preflight()
         await llm.aclose()
-        plain, structured = server.records
-    assert plain.body["max_tokens"] == 1
-    assert "response_format" not in plain.body
+        (structured,) = server.records  # one call: reachable, key, model and schemas at once
     assert structured.body["response_format"]["type"] == "json_schema"
+    with serve() as server:
+        llm = make_llm(server.base_url, json_mode="json_object")
+        await llm.preflight()
+        await llm.aclose()
+        (plain,) = server.records
+    assert plain.body["max_tokens"] == 1 and "response_format" not in plain.body
 
 
 def test_remote_endpoint_without_key_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -181,7 +181,11 @@ class LLM:
         )
 
     async def preflight(self) -> None:
-        """One tiny call, so a wrong URL, key or model fails before any work starts."""
+        """One tiny call, so a wrong URL, key or model fails before any work starts: with
+        ``json_schema`` a structured one, which also checks that schemas are honoured."""
+        if self._json_mode == "json_schema":
+            await self._preflight_json_schema()
+            return
         request = Request.build(
             [{"role": "user", "content": "Reply with OK."}], max_tokens=1, seed=self._seed
         )
@@ -193,8 +197,6 @@ class LLM:
             raise EndpointError(
                 f"the LLM endpoint at {self._shown_url or self.model} failed a test call: {error}"
             ) from None
-        if self._json_mode == "json_schema":
-            await self._preflight_json_schema()
 
     async def _preflight_json_schema(self) -> None:
         """Servers without ``json_schema`` response formats (llama.cpp's) answer 400: say so
