@@ -14,8 +14,8 @@ import pytest
 
 import combee
 from combee.core.loop import IterationReport, LoopObserver
-from combee.errors import RunFailedError
-from combee.llm import connect
+from combee.errors import LLMCallError, RunFailedError
+from combee.llm import JsonSchema, connect
 from combee.sim import SimConfig, serve_in_thread
 from combee.sim.ace_script import ace_responder
 from combee.sim.responders import HTTPFault, request_schema
@@ -173,3 +173,21 @@ def test_a_server_that_answers_with_nothing_fails_the_preflight(tmp_path: Path) 
     message = " ".join(result.stderr.split())
     assert result.returncode == 1 and "answered a structured test call with 'no content'" in message
     assert "Traceback" not in message and not (tmp_path / "run").exists()
+
+
+async def test_a_reply_far_beyond_max_tokens_is_refused_and_not_cached(tmp_path: Path) -> None:
+    schema = JsonSchema("answer", {"type": "object"})
+    huge = '{"a": "' + "x" * 300_000 + '"}'
+    with serve_in_thread(lambda body: huge, SimConfig(honour_max_tokens=False)) as server:
+        llm = connect("sim", base_url=server.base_url, cache=tmp_path / "c.sqlite", max_retries=0)
+        try:
+            with pytest.raises(LLMCallError, match="more than 64 tokens can hold") as caught:
+                await llm.complete_json(
+                    [{"role": "user", "content": "hi"}], role="probe", schema=schema, max_tokens=64
+                )
+        finally:
+            await llm.aclose()
+        asked = [r for r in server.records if r.schema_name == "answer"]
+    assert caught.value.kind == "oversized"
+    assert len(asked) == 1  # not re-asked with the huge reply sent back
+    assert (tmp_path / "c.sqlite").stat().st_size < 100_000

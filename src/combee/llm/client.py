@@ -34,6 +34,12 @@ _PREFLIGHT_SCHEMA = JsonSchema(
 )
 
 
+REPLY_CHARS_PER_TOKEN = 32
+MIN_REPLY_CHARS = 65_536
+"""A reply longer than ``max(MIN_REPLY_CHARS, REPLY_CHARS_PER_TOKEN * max_tokens)`` characters
+is refused: no tokenizer makes tokens that long, so the server ignored the limit."""
+
+
 class LLM:
     """Wraps a :class:`Backend` with everything a training run needs around each call.
 
@@ -288,21 +294,32 @@ class LLM:
         """A completion from the cache or the backend, and its cache key (None: no cache)."""
         start = time.perf_counter()
         if self._cache is None:
-            return self._cleaned(await self._attempts(request, role, start)), None
+            return self._cleaned(await self._attempts(request, role, start), request, role), None
         key = cache_key(
             request, model=self.model, base_url=self._base_url, json_mode=self._json_mode
         )
         hit = await self._cache.get(key)
         if hit is None:
-            return self._cleaned(await self._attempts(request, role, start)), key
+            return self._cleaned(await self._attempts(request, role, start), request, role), key
         self._accounting.cache_hit(role)
         self._accounting.calls.append(
             CallRecord(role, start, start, time.perf_counter(), True, 0, None)
         )
         return replace(hit, cached=True, cost=None if hit.cost is None else 0.0), key
 
-    def _cleaned(self, completion: Completion) -> Completion:
-        """The reply with secret-like strings replaced (before it is parsed or cached)."""
+    def _cleaned(self, completion: Completion, request: Request, role: str) -> Completion:
+        """The reply with secret-like strings replaced (before it is parsed or cached); a reply
+        far longer than ``max_tokens`` allows is refused, never parsed, cached or sent back."""
+        most = max(MIN_REPLY_CHARS, REPLY_CHARS_PER_TOKEN * request.max_tokens)
+        if len(completion.text) > most:
+            self._accounting.role(role).failed_calls += 1
+            raise LLMCallError(
+                f"{role}: the reply has {len(completion.text):,} characters, more than "
+                f"{request.max_tokens} tokens can hold (at most {most:,}); the server "
+                "ignores max_tokens",
+                role=role,
+                kind="oversized",
+            )
         if not self._redact:
             return completion
         text = redact_text(completion.text, self.redacted)

@@ -56,6 +56,8 @@ class SimConfig:
     """A 200 whose body is truncated JSON or not JSON at all."""
     fault_first_n: int | None = None
     """Only requests with index < fault_first_n may fault (None: every request may)."""
+    honour_max_tokens: bool = True
+    """False: a faulty server that sends replies longer than ``max_tokens`` allows."""
     gate_n: int | None = None
     """Hold every request until this many have arrived (proves that calls overlap)."""
     gate_timeout_s: float = 10.0
@@ -249,7 +251,7 @@ async def _serve(
         except Exception as error:  # a responder bug must show up as a 500, not kill the server
             state.record(index, body, arrived, started, 500, "responder_error")
             return _error(500, f"responder failed: {type(error).__name__}: {error}")
-        reply = _completion_body(index, body, content)
+        reply = _completion_body(index, body, content, state.config.honour_max_tokens)
         usage = reply["usage"]
         delay = _latency(state.config, usage["prompt_tokens"], usage["completion_tokens"])
         if not await _sleep_unless_disconnected(request, delay * plan.latency_factor):
@@ -353,10 +355,13 @@ def _message_text(messages: Sequence[Any]) -> str:
     return "".join(parts)
 
 
-def _completion_body(index: int, body: Mapping[str, Any], content: str) -> dict[str, Any]:
+def _completion_body(
+    index: int, body: Mapping[str, Any], content: str, honour_max_tokens: bool = True
+) -> dict[str, Any]:
     finish_reason = "stop"
     limit = body.get("max_completion_tokens") or body.get("max_tokens")
-    if isinstance(limit, int) and limit > 0 and _estimate_tokens(content) > limit:
+    over = isinstance(limit, int) and limit > 0 and _estimate_tokens(content) > limit
+    if honour_max_tokens and isinstance(limit, int) and over:
         content = content[: limit * 4]
         finish_reason = "length"
     prompt_tokens = _estimate_tokens(_message_text(body["messages"]))
