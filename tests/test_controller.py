@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 
@@ -205,3 +206,23 @@ def test_tiny_epoch_still_decides() -> None:
     schedule = AutoBatchSize()
     (sizes,) = drive(schedule, 1, 1, lambda b: 1.0)
     assert sizes == [1] and schedule.chosen == 1
+
+
+def test_a_restored_controller_continues_as_the_original_would() -> None:
+    def walk(schedule: AutoBatchSize, sizes: list[int], remaining: int, steps: int) -> int:
+        for _ in range(steps):
+            size = schedule.next_size(epoch=1, remaining=remaining)
+            sizes.append(size)
+            schedule.record(size=size, wall_s=1.0 + 0.01 * size)
+            remaining -= size
+        return remaining
+
+    original, copy = AutoBatchSize(max_batch_size=64), AutoBatchSize(max_batch_size=64)
+    sizes: list[int] = []
+    remaining = walk(original, sizes, 600, 2)  # mid-profiling
+    copy.restore(json.loads(json.dumps(original.state())))
+    rest_original: list[int] = []
+    rest_copy: list[int] = []
+    walk(original, rest_original, remaining, 4)
+    walk(copy, rest_copy, remaining, 4)
+    assert rest_copy == rest_original and original.chosen == copy.chosen is not None
