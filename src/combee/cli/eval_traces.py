@@ -33,7 +33,9 @@ def eval_traces_command(
         str | None, typer.Option(help="Comma list of task ids (default: the run's held-out).")
     ] = None,
     limit_tasks: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
-    points: Annotated[int, typer.Option(help="Decision points per task.")] = 3,
+    points: Annotated[
+        int, typer.Option("--points", "--points-per-task", help="Decision points per task.")
+    ] = 3,
     format: Annotated[str, typer.Option("--format", help="Trace format (auto: detect).")] = "auto",
     transcript_tokens: Annotated[
         int, typer.Option(help="Tokens of trajectory per question; longer ones are cut.")
