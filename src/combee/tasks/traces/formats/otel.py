@@ -46,15 +46,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from combee.errors import DatasetError
 from combee.tasks.traces.chat import MessageError, chat_messages
 from combee.tasks.traces.formats.common import Reader, mapping, name_ends, read_text
+from combee.tasks.traces.formats.otel_outcome import outcome_of, task_id_of
+from combee.tasks.traces.formats.otel_spans import Span, SpanError, records, spans
 from combee.tasks.traces.model import Outcome, ToolCall, Trace, TraceMessage
 
 CHAT_OPERATIONS = ("chat", "text_completion", "generate_content", "completion")
@@ -69,40 +70,8 @@ EVENT_ROLES = {
 }
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 ROLES |= {"model": "assistant", "tool": "tool", "function": "tool"}
-ERROR_CODES = (2, "2", "STATUS_CODE_ERROR")
-TASK_KEYS = ("combee.task_id", "session.id", "gen_ai.conversation.id")
-PASS = {"pass", "passed", "correct", "success", "succeeded", "true", "yes", "relevant"}
-FAIL = {"fail", "failed", "incorrect", "failure", "false", "no", "not_relevant", "error"}
 _INDEXED = re.compile(r"gen_ai\.(prompt|completion)\.(\d+)\.(.+)")
 _CALL_FIELD = re.compile(r"tool_calls\.(\d+)\.(.+)")
-_SPACE = re.compile(r"[ \t\r\n]*")
-
-
-class SpanError(ValueError):
-    """Something in one span is malformed; the text says what."""
-
-
-@dataclass
-class Span:
-    """One span, whichever shape it came in."""
-
-    trace_id: str
-    span_id: str
-    parent_id: str
-    name: str
-    start: int
-    attributes: Mapping[str, Any]
-    events: Sequence[tuple[str, Mapping[str, Any]]]
-    resource: Mapping[str, Any]
-    error: str | None
-    """The status message when the span ended in error (``""`` without one), else None."""
-    line: int
-    where: str
-
-    @property
-    def operation(self) -> str:
-        op = self.attributes.get("gen_ai.operation.name", self.attributes.get("llm.request.type"))
-        return str(op or "")
 
 
 @dataclass
@@ -116,7 +85,7 @@ def sniff(path: Path) -> bool:
     if not name_ends(path, (".json", ".jsonl")):
         return False
     try:
-        first = next(_records(path, read_text(path)), (0, None))[1]
+        first = next(records(path, read_text(path)), (0, None))[1]
     except DatasetError:
         return False
     if not isinstance(first, Mapping):
@@ -131,7 +100,7 @@ def sniff(path: Path) -> bool:
 
 def read(path: Path) -> list[Trace]:
     by_trace: dict[str, list[Span]] = {}
-    for span in _spans(path):
+    for span in spans(path):
         by_trace.setdefault(span.trace_id, []).append(span)
     traces = [t for t in (_trace(path, tid, spans) for tid, spans in by_trace.items()) if t]
     if not traces:
@@ -146,171 +115,6 @@ def read(path: Path) -> list[Trace]:
     return traces
 
 
-# Reading spans ---------------------------------------------------------------------------
-
-
-def _records(path: Path, text: str) -> Iterator[tuple[int, Any]]:
-    """Each JSON value in ``text`` with the line it starts on."""
-    decoder, position, line = json.JSONDecoder(), 0, 1
-    while True:
-        space = _SPACE.match(text, position)
-        start = space.end() if space else position
-        line += text.count("\n", position, start)
-        if start == len(text):
-            return
-        try:
-            value, position = decoder.raw_decode(text, start)
-        except json.JSONDecodeError as error:
-            raise DatasetError(str(path), error.lineno, f"is not JSON ({error.msg})") from None
-        except RecursionError:
-            raise DatasetError(str(path), line, "is not JSON (nested too deeply)") from None
-        yield line, value
-        line += text.count("\n", start, position)
-
-
-def _spans(path: Path) -> Iterator[Span]:
-    for line, record in _records(path, read_text(path)):
-        if not isinstance(record, Mapping):
-            raise DatasetError(str(path), line, "is not a JSON object")
-        try:
-            if "resourceSpans" in record:
-                yield from _otlp_export(record, line)
-            elif "traceId" in record:
-                yield _otlp_span(record, {}, line, "span")
-            elif "context" in record:
-                yield _sdk_span(record, line)
-            else:
-                raise SpanError(
-                    "is neither an OTLP export ('resourceSpans') nor a span "
-                    "('traceId' or 'context')"
-                )
-        except SpanError as error:
-            raise DatasetError(str(path), line, str(error)) from None
-
-
-def _otlp_export(record: Mapping[str, Any], line: int) -> Iterator[Span]:
-    for r, group in enumerate(_list(record.get("resourceSpans"), "resourceSpans")):
-        group = mapping(group)
-        where = f"resourceSpans[{r}]"
-        resource = _otlp_attributes(mapping(group.get("resource")).get("attributes"), where)
-        scopes = group.get("scopeSpans", group.get("instrumentationLibrarySpans"))
-        for s, scope in enumerate(_list(scopes, f"{where}.scopeSpans")):
-            spans = mapping(scope).get("spans")
-            for n, span in enumerate(_list(spans, f"{where}.scopeSpans[{s}].spans")):
-                yield _otlp_span(span, resource, line, f"{where}.scopeSpans[{s}].spans[{n}]")
-
-
-def _otlp_span(span: Any, resource: Mapping[str, Any], line: int, where: str) -> Span:
-    if not isinstance(span, Mapping) or not span.get("traceId"):
-        raise SpanError(f"{where} has no traceId")
-    name = str(span.get("name", ""))
-    where = f"{where} ({name!r})"
-    status = mapping(span.get("status"))
-    try:
-        start = int(span.get("startTimeUnixNano") or 0)
-    except (TypeError, ValueError):
-        raise SpanError(f"{where}: startTimeUnixNano is not a number") from None
-    return Span(
-        trace_id=str(span["traceId"]).lower(),
-        span_id=str(span.get("spanId", "")).lower(),
-        parent_id=str(span.get("parentSpanId") or "").lower(),
-        name=name,
-        start=start,
-        attributes=_otlp_attributes(span.get("attributes"), where),
-        events=[
-            (str(event.get("name", "")), _otlp_attributes(event.get("attributes"), where))
-            for event in map(mapping, _list(span.get("events"), f"{where} events"))
-        ],
-        resource=resource,
-        error=str(status.get("message") or "") if status.get("code") in ERROR_CODES else None,
-        line=line,
-        where=where,
-    )
-
-
-def _otlp_attributes(raw: Any, where: str) -> dict[str, Any]:
-    attributes = {}
-    for item in map(mapping, _list(raw, f"{where} attributes")):
-        key = str(item.get("key", ""))
-        try:
-            attributes[key] = _any_value(item.get("value"))
-        except (TypeError, ValueError):
-            raise SpanError(f"{where}: attribute {key!r} has a malformed value") from None
-    return attributes
-
-
-def _any_value(value: Any) -> Any:
-    """An OTLP ``AnyValue`` as plain JSON (64-bit integers come as strings or numbers)."""
-    value = mapping(value)
-    if "stringValue" in value:
-        return str(value["stringValue"])
-    if "boolValue" in value:
-        return bool(value["boolValue"])
-    if "intValue" in value:
-        return int(value["intValue"])
-    if "doubleValue" in value:
-        return float(value["doubleValue"])
-    if "arrayValue" in value:
-        return [_any_value(v) for v in mapping(value["arrayValue"]).get("values") or []]
-    if "kvlistValue" in value:
-        pairs = map(mapping, mapping(value["kvlistValue"]).get("values") or [])
-        return {str(kv.get("key")): _any_value(kv.get("value")) for kv in pairs}
-    return value.get("bytesValue")
-
-
-def _sdk_span(record: Mapping[str, Any], line: int) -> Span:
-    name = str(record.get("name", ""))
-    where = f"span {name!r}"
-    context = mapping(record.get("context"))
-    if not context.get("trace_id"):
-        raise SpanError(f"{where} has no context.trace_id")
-    status = mapping(record.get("status"))
-    failed = status.get("status_code") == "ERROR"
-    return Span(
-        trace_id=_hex(context["trace_id"]),
-        span_id=_hex(context.get("span_id")),
-        parent_id=_hex(record.get("parent_id")),
-        name=name,
-        start=_iso_nanos(record.get("start_time"), where),
-        attributes=dict(mapping(record.get("attributes"))),
-        events=[
-            (str(event.get("name", "")), dict(mapping(event.get("attributes"))))
-            for event in map(mapping, _list(record.get("events"), f"{where} events"))
-        ],
-        resource=mapping(mapping(record.get("resource")).get("attributes")),
-        error=str(status.get("description") or "") if failed else None,
-        line=line,
-        where=where,
-    )
-
-
-def _hex(value: Any) -> str:
-    return str(value or "").lower().removeprefix("0x")
-
-
-def _iso_nanos(value: Any, where: str) -> int:
-    if not value:
-        return 0
-    try:
-        moment = datetime.fromisoformat(str(value))
-    except ValueError:
-        raise SpanError(f"{where}: start_time {value!r} is not an ISO 8601 time") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // datetime.resolution * 1000
-
-
-def _list(value: Any, where: str) -> list[Any]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise SpanError(f"{where} must be a list")
-    return value
-
-
-# One trace -------------------------------------------------------------------------------
-
-
 def _trace(path: Path, trace_id: str, spans: list[Span]) -> Trace | None:
     spans.sort(key=lambda span: span.start)
     ids = {span.span_id for span in spans}
@@ -322,13 +126,13 @@ def _trace(path: Path, trace_id: str, spans: list[Span]) -> Trace | None:
     messages = _conversation([c for c in chats if c.inputs or c.outputs], tools)
     if not messages:
         return None
-    outcome, evaluations = _outcome(root, spans)
+    outcome, evaluations = outcome_of(root, spans)
     if not outcome.known and root.error is not None:
         outcome = Outcome(feedback=f"The run ended in an error: {root.error or 'no message'}")
     models = {s.attributes.get("gen_ai.request.model") for s in spans} - {None}
     return Trace(
         id=trace_id,
-        task_id=_task_id(root, spans) or trace_id,
+        task_id=task_id_of(root, spans) or trace_id,
         messages=messages,
         outcome=outcome,
         source=f"{path}:trace {trace_id}",
@@ -571,65 +375,6 @@ def _text(value: Any) -> str:
     if value is None:
         return ""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-# Outcome and task id ---------------------------------------------------------------------
-
-
-def _outcome(root: Span, spans: list[Span]) -> tuple[Outcome, list[dict[str, Any]]]:
-    evaluations = []
-    for span in spans:
-        for name, attributes in span.events:
-            if name == "gen_ai.evaluation.result":
-                evaluations.append(dict(attributes))
-        if any(key.startswith("gen_ai.evaluation.score.") for key in span.attributes):
-            evaluations.append(
-                {k: v for k, v in span.attributes.items() if k.startswith("gen_ai.evaluation.")}
-            )
-    for span in (root, *spans):
-        explicit = _explicit(span.attributes)
-        if explicit is not None:
-            return explicit, evaluations
-    if not evaluations:
-        return Outcome(), evaluations
-    first = evaluations[0]
-    reward = _number(first.get("gen_ai.evaluation.score.value"))
-    label = str(first.get("gen_ai.evaluation.score.label") or "").strip().lower()
-    success = True if label in PASS else False if label in FAIL else None
-    if success is None and reward is not None and 0.0 <= reward <= 1.0:
-        success = reward >= 1.0
-    feedback = str(first.get("gen_ai.evaluation.explanation") or "")
-    return Outcome(success=success, reward=reward, feedback=feedback), evaluations
-
-
-def _explicit(attributes: Mapping[str, Any]) -> Outcome | None:
-    reward = _number(attributes.get("combee.reward"))
-    success = attributes.get("combee.success")
-    success = success if isinstance(success, bool) else None
-    feedback = attributes.get("combee.feedback")
-    if reward is None and success is None and feedback is None:
-        return None
-    if success is None and reward is not None:
-        success = reward >= 1.0
-    return Outcome(success=success, reward=reward, feedback=_text(feedback))
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _task_id(root: Span, spans: list[Span]) -> str:
-    sources = [root.attributes, root.resource, *(span.attributes for span in spans)]
-    for key in TASK_KEYS:
-        for attributes in sources:
-            if attributes.get(key) not in (None, ""):
-                return str(attributes[key])
-    return ""
 
 
 READER = Reader(
