@@ -15,7 +15,7 @@ from combee.llm.accounting import Accounting, CallRecord, Prices
 from combee.llm.cache import ResponseCache, cache_key
 from combee.llm.redact import redact as redact_text
 from combee.llm.redact import without_credentials
-from combee.llm.retry import Failure, backoff_delay, classify
+from combee.llm.retry import Failure, backoff_delay, classify, failure_error
 from combee.llm.screening import planted_kind
 from combee.llm.structured import (
     SchemaValidators,
@@ -363,7 +363,14 @@ class LLM:
                 )
             if not failure.transient or attempts > self._max_retries:
                 self._record_failure(role, start, sent, attempts, failure.kind)
-                raise self._error(role, failure, attempts)
+                raise failure_error(
+                    failure,
+                    role=role,
+                    attempts=attempts,
+                    model=self.model,
+                    url=self._shown_url,
+                    key_variable=getattr(self._backend, "api_key_env", None),
+                )
             self._accounting.retried(role, failure.kind)
             await asyncio.sleep(
                 backoff_delay(
@@ -389,29 +396,4 @@ class LLM:
         self._accounting.failed(role)
         self._accounting.calls.append(
             CallRecord(role, start, sent, time.perf_counter(), False, attempts, reason)
-        )
-
-    def _error(self, role: str, failure: Failure, attempts: int) -> CombeeError:
-        if failure.status in (401, 403):
-            variable = getattr(self._backend, "api_key_env", "the API key variable")
-            return EndpointError(
-                f"the endpoint rejected the API key in ${variable} (HTTP {failure.status}) "
-                f"for model '{self.model}': check the key and its access to the model",
-                setting="api_key_env",
-            )
-        if failure.status == 404:
-            return EndpointError(
-                f"the endpoint {self._shown_url or ''} answered 404 for model '{self.model}': "
-                "check model, and that base_url ends where the server's /chat/completions "
-                "lives (usually .../v1)",
-                setting="model",
-            )
-        status = f", HTTP {failure.status}" if failure.status is not None else ""
-        return LLMCallError(
-            f"{role} call failed ({failure.kind}{status}) after {attempts} attempt(s): "
-            f"{failure.detail}",
-            role=role,
-            kind=failure.kind,
-            status=failure.status,
-            attempts=attempts,
         )

@@ -18,6 +18,8 @@ from typing import Any
 import openai
 import pydantic
 
+from combee.errors import CombeeError, EndpointError, LLMCallError
+
 TRANSIENT_KINDS = frozenset({"429", "5xx", "timeout", "connection", "bad_body"})
 
 
@@ -154,3 +156,39 @@ def backoff_delay(
     if failure.retry_after_s is not None:
         return min(failure.retry_after_s, max_s)
     return rng.uniform(0.0, min(max_s, base_s * (2.0**attempt)))
+
+
+def failure_error(
+    failure: Failure,
+    *,
+    role: str,
+    attempts: int,
+    model: str,
+    url: str | None,
+    key_variable: str | None,
+) -> CombeeError:
+    """What a call that failed for good tells the user: a rejected key or an unknown model is
+    an :class:`EndpointError` naming the setting to fix; anything else an
+    :class:`LLMCallError` the run records and goes on from."""
+    if failure.status in (401, 403):
+        variable = key_variable or "the API key variable"
+        return EndpointError(
+            f"the endpoint rejected the API key in ${variable} (HTTP {failure.status}) "
+            f"for model '{model}': check the key and its access to the model",
+            setting="api_key_env",
+        )
+    if failure.status == 404:
+        return EndpointError(
+            f"the endpoint {url or ''} answered 404 for model '{model}': check model, and that "
+            "base_url ends where the server's /chat/completions lives (usually .../v1)",
+            setting="model",
+        )
+    status = f", HTTP {failure.status}" if failure.status is not None else ""
+    return LLMCallError(
+        f"{role} call failed ({failure.kind}{status}) after {attempts} attempt(s): "
+        f"{failure.detail}",
+        role=role,
+        kind=failure.kind,
+        status=failure.status,
+        attempts=attempts,
+    )
