@@ -162,3 +162,14 @@ def test_a_start_playbook_that_does_not_parse_is_named_and_nothing_is_written(
     assert raised.value.setting == "initial_context"
     assert f"{bad} is not a valid playbook: line 1" in str(raised.value)
     assert not (tmp_path / "run").exists()
+
+
+async def test_a_sync_entry_point_inside_a_running_loop_names_the_one_to_await() -> None:
+    for call, name in (
+        (lambda: combee.train("formula", llm="sim"), "combee.train_async"),
+        (lambda: combee.evaluate("formula", llm="sim"), "combee.evaluate_async"),
+        (lambda: combee.learn(["tau-airline"], llm="sim"), "combee.learn_async"),
+    ):
+        with pytest.raises(combee.ConfigError, match=f"await {name}") as caught:
+            call()
+        assert "running event loop" in str(caught.value)

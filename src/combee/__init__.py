@@ -9,12 +9,13 @@ See ``docs/api.md``.
 """
 
 from combee import llm
-from combee.api import evaluate, evaluate_async, train, train_async
+from combee.api import train, train_async
 from combee.core.executor import AsyncioExecutor, Executor
 from combee.core.learner import Learner, LoopLearner
 from combee.core.loop import LoopObserver
 from combee.core.types import Method, Reflection, Strategy, Trajectory
 from combee.errors import CombeeError, ConfigError, DatasetError, EndpointError, LLMCallError
+from combee.evaluation import evaluate, evaluate_async
 from combee.learn import learn, learn_async
 from combee.methods.registry import METHODS
 from combee.offline_eval import NextActionResult, evaluate_next_actions, evaluate_next_actions_async

@@ -6,12 +6,11 @@ strategy, a batch schedule, an LLM client, an executor), in the manner of ``gepa
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import shutil
 import time
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,6 +20,7 @@ from combee.core.learner import Learner
 from combee.core.loop import BatchSchedule, LoopConfig, LoopObserver, ObserverGroup
 from combee.core.types import Strategy
 from combee.errors import CombeeError, ConfigError, RunFailedError
+from combee.evaluation import observed_evaluation
 from combee.llm.client import LLM
 from combee.resolve import (
     LLMArg,
@@ -35,7 +35,7 @@ from combee.resolve import (
     task_of,
     whole,
 )
-from combee.results import EvalResult, TrainResult, usage_summary
+from combee.results import TrainResult, usage_summary
 from combee.runs import (
     RESULTS_FILE,
     ProfileRecorder,
@@ -46,6 +46,7 @@ from combee.runs import (
     logging_to,
     resume_point,
 )
+from combee.sync import run_sync
 from combee.tasks.base import Sample, Task
 
 T = TypeVar("T")
@@ -263,7 +264,9 @@ async def _run(
     train_set, val_set, test_set = splits
     summary: dict[str, Any] = {}
     if baseline and test_set:
-        before = await _evaluate(learner, context, test_set, executor, watchers, "baseline test")
+        before = await observed_evaluation(
+            learner, context, test_set, executor, watchers, "baseline test"
+        )
         summary["baseline_test_accuracy"] = before.accuracy()
     observer: LoopObserver = watchers
     recorder: RunRecorder | None = None
@@ -307,7 +310,9 @@ async def _run(
         out.write_text(learner.context_file, text)
         out.write_text(f"{stem.stem}_last{stem.suffix}", learner.render(outcome.final_context))
     started = time.perf_counter()
-    test = await _evaluate(learner, outcome.best_context, test_set, executor, watchers, "test")
+    test = await observed_evaluation(
+        learner, outcome.best_context, test_set, executor, watchers, "test"
+    )
     summary.update(
         {
             "test_accuracy": test.accuracy() if test_set else None,
@@ -337,88 +342,9 @@ async def _run(
     )
 
 
-async def _evaluate(
-    learner: Learner[Any],
-    context: Any,
-    samples: Sequence[Sample],
-    executor: Executor,
-    watchers: ObserverGroup,
-    label: str,
-) -> Any:
-    watchers.on_evaluation_start(label, len(samples))
-    started = time.perf_counter()
-    result = await learner.evaluate(
-        context, samples, executor=executor, on_done=watchers.on_sample_done
-    )
-    watchers.on_evaluation_end(label, result, time.perf_counter() - started)
-    return result
-
-
-async def evaluate_async(
-    task: str | Task,
-    *,
-    context: Any = None,
-    method: Any = "ace",
-    llm: LLMArg = None,
-    split: str = "test",
-    limit: int | None = None,
-    executor: Executor | None = None,
-    observers: Sequence[LoopObserver] = (),
-    data: str | None = None,
-    scorer: str = "exact",
-    seed: int = 0,
-    max_tokens: int = 2048,
-    preflight: bool = True,
-) -> EvalResult:
-    """Score ``context`` (a file ``Path``, a text, a context object, or None for the method's
-    empty one) on a split of ``task``."""
-    if split not in ("train", "val", "test"):
-        raise ConfigError(f"must be train, val or test (got {split!r})", setting="split")
-    the_task = task_of(task, data=data, scorer=scorer, seed=seed)
-    samples = limited(getattr(the_task.load(), split), limit, "limit")
-    start = initial_text(context)
-    client, owned = llm_of(llm, seed=seed)
-    try:
-        learner = learner_of(method, client, the_task.score, {"max_tokens": max_tokens})
-        begin = start_context(learner, start, context)
-        if preflight:
-            await client.preflight()
-        started = time.perf_counter()
-        evaluation = await _evaluate(
-            learner, begin, samples, executor or AsyncioExecutor(), ObserverGroup(observers), split
-        )
-        return EvalResult(
-            task=getattr(the_task, "name", str(task)),
-            split=split,
-            evaluation=evaluation,
-            seconds=time.perf_counter() - started,
-            usage=usage_summary(client.usage()),
-        )
-    finally:
-        if owned:
-            await client.aclose()
-
-
 def train(task: str | Task, **settings: Any) -> TrainResult:
     """:func:`train_async` for synchronous callers (see it for the settings)."""
-    return _run_sync(train_async(task, **settings))
-
-
-def evaluate(task: str | Task, **settings: Any) -> EvalResult:
-    """:func:`evaluate_async` for synchronous callers (see it for the settings)."""
-    return _run_sync(evaluate_async(task, **settings))
-
-
-def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    coro.close()
-    raise ConfigError(
-        "combee.train/evaluate were called inside a running event loop (a notebook, an async "
-        "app): use `await combee.train_async(...)` / `await combee.evaluate_async(...)` there"
-    )
+    return run_sync(train_async(task, **settings), async_name="combee.train_async")
 
 
 def _describe(initial_context: Any) -> str | None:

@@ -11,9 +11,10 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from combee.api import _run_sync, train_async
+from combee.api import train_async
 from combee.methods.ace.traces import TRANSCRIPT_TOKENS
 from combee.results import TrainResult
+from combee.sync import run_sync
 from combee.tasks.traces import TraceTask, load_traces
 
 
@@ -68,4 +69,4 @@ async def learn_async(
 
 def learn(traces: Iterable[str | os.PathLike[str]], **settings: Any) -> TrainResult:
     """:func:`learn_async` for synchronous callers (see it for the settings)."""
-    return _run_sync(learn_async(traces, **settings))
+    return run_sync(learn_async(traces, **settings), async_name="combee.learn_async")

@@ -18,11 +18,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from combee.api import _run_sync
 from combee.errors import CombeeError, ConfigError, LLMCallError
 from combee.llm.client import LLM
 from combee.resolve import LLMArg, llm_of
 from combee.results import usage_summary
+from combee.sync import run_sync
 from combee.tasks.traces import Trace, load_traces
 from combee.tasks.traces.next_action import (
     DecisionPoint,
@@ -201,7 +201,10 @@ def evaluate_next_actions(
     traces: Iterable[str | os.PathLike[str]] | Sequence[Trace], **settings: Any
 ) -> NextActionResult:
     """:func:`evaluate_next_actions_async` for synchronous callers."""
-    return _run_sync(evaluate_next_actions_async(traces, **settings))
+    return run_sync(
+        evaluate_next_actions_async(traces, **settings),
+        async_name="combee.evaluate_next_actions_async",
+    )
 
 
 def learned_run_settings(run_dir: str | os.PathLike[str]) -> dict[str, Any]:

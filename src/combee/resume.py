@@ -12,12 +12,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from combee.api import _run_sync, train_async
+from combee.api import train_async
 from combee.errors import ConfigError
 from combee.learn import learn_async
 from combee.llm.connect import Endpoint
 from combee.results import TrainResult
 from combee.runs import CHECKPOINT_FILE, RESULTS_FILE
+from combee.sync import run_sync
 
 TRAIN_SETTINGS = (
     "method", "strategy", "batch_size", "epochs", "seed", "data", "scorer", "train_limit",
@@ -122,4 +123,4 @@ async def resume_async(
 
 def resume(run_dir: str | os.PathLike[str], **settings: Any) -> TrainResult:
     """:func:`resume_async` for synchronous callers."""
-    return _run_sync(resume_async(run_dir, **settings))
+    return run_sync(resume_async(run_dir, **settings), async_name="combee.resume_async")

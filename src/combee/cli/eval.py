@@ -9,10 +9,10 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from combee.api import evaluate_async
 from combee.cli import options as opt
 from combee.cli.app import DEFAULT_MODEL, app, err, fail, run
 from combee.cli.progress import ConsoleProgress
+from combee.evaluation import evaluate_async
 from combee.results import EvalResult
 
 

@@ -8,14 +8,13 @@ one stopped; a cell that fails is reported and the others go on.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import logging
 import os
 import re
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
@@ -29,6 +28,7 @@ from combee.report.runs_index import is_run_dir
 from combee.report.spec import RESERVED, train_settings
 from combee.resolve import LLMArg
 from combee.runs import RESULTS_FILE
+from combee.sync import run_sync
 from combee.tasks.base import Task
 
 log = logging.getLogger(__name__)
@@ -269,19 +269,7 @@ def _title(task: str | Task, cells: Sequence[Cell]) -> str:
 
 def compare(task: str | Task = "formula", **settings: Any) -> CompareResult:
     """:func:`compare_async` for synchronous callers (see it for the settings)."""
-    return _run_sync(compare_async(task, **settings))
-
-
-def _run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    coro.close()
-    raise ConfigError(
-        "combee.report.compare was called inside a running event loop: "
-        "use `await combee.report.compare_async(...)` there"
-    )
+    return run_sync(compare_async(task, **settings), async_name="combee.report.compare_async")
 
 
 __all__ = [

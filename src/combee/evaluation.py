@@ -1,0 +1,92 @@
+"""``combee.evaluate``: score a context on a split of a task, through the same pieces as a run."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from combee.core.executor import AsyncioExecutor, Executor
+from combee.core.learner import Learner
+from combee.core.loop import LoopObserver, ObserverGroup
+from combee.errors import ConfigError
+from combee.resolve import (
+    LLMArg,
+    initial_text,
+    learner_of,
+    limited,
+    llm_of,
+    start_context,
+    task_of,
+)
+from combee.results import EvalResult, usage_summary
+from combee.sync import run_sync
+from combee.tasks.base import Sample, Task
+
+
+async def observed_evaluation(
+    learner: Learner[Any],
+    context: Any,
+    samples: Sequence[Sample],
+    executor: Executor,
+    watchers: ObserverGroup,
+    label: str,
+) -> Any:
+    """``learner``'s evaluation of ``context`` on ``samples``, announced to ``watchers``."""
+    watchers.on_evaluation_start(label, len(samples))
+    started = time.perf_counter()
+    result = await learner.evaluate(
+        context, samples, executor=executor, on_done=watchers.on_sample_done
+    )
+    watchers.on_evaluation_end(label, result, time.perf_counter() - started)
+    return result
+
+
+async def evaluate_async(
+    task: str | Task,
+    *,
+    context: Any = None,
+    method: Any = "ace",
+    llm: LLMArg = None,
+    split: str = "test",
+    limit: int | None = None,
+    executor: Executor | None = None,
+    observers: Sequence[LoopObserver] = (),
+    data: str | None = None,
+    scorer: str = "exact",
+    seed: int = 0,
+    max_tokens: int = 2048,
+    preflight: bool = True,
+) -> EvalResult:
+    """Score ``context`` (a file ``Path``, a text, a context object, or None for the method's
+    empty one) on a split of ``task``."""
+    if split not in ("train", "val", "test"):
+        raise ConfigError(f"must be train, val or test (got {split!r})", setting="split")
+    the_task = task_of(task, data=data, scorer=scorer, seed=seed)
+    samples = limited(getattr(the_task.load(), split), limit, "limit")
+    start = initial_text(context)
+    client, owned = llm_of(llm, seed=seed)
+    try:
+        learner = learner_of(method, client, the_task.score, {"max_tokens": max_tokens})
+        begin = start_context(learner, start, context)
+        if preflight:
+            await client.preflight()
+        started = time.perf_counter()
+        evaluation = await observed_evaluation(
+            learner, begin, samples, executor or AsyncioExecutor(), ObserverGroup(observers), split
+        )
+        return EvalResult(
+            task=getattr(the_task, "name", str(task)),
+            split=split,
+            evaluation=evaluation,
+            seconds=time.perf_counter() - started,
+            usage=usage_summary(client.usage()),
+        )
+    finally:
+        if owned:
+            await client.aclose()
+
+
+def evaluate(task: str | Task, **settings: Any) -> EvalResult:
+    """:func:`evaluate_async` for synchronous callers (see it for the settings)."""
+    return run_sync(evaluate_async(task, **settings), async_name="combee.evaluate_async")
