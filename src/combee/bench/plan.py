@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from combee.core.controller import DEFAULT_TAU
 from combee.errors import ConfigError
-from combee.sim.server import SimConfig
+from combee.sim.config import SimConfig
 
 _CONFIG = re.compile(
     r"^(?P<strategy>sequential|naive|combee)(?::(?P<size>auto|\d+))?(?::(?P<cap>\d+))?"

@@ -13,7 +13,7 @@ import urllib.request
 from types import TracebackType
 
 from combee.errors import ConfigError
-from combee.sim.server import SimConfig
+from combee.sim.config import SimConfig
 
 _FLAGS = {
     "seed": "--seed",

@@ -13,7 +13,7 @@ from combee.bench.plan import PRESETS, BenchPlan, parse_configs
 from combee.bench.report import plot, print_report, write_json
 from combee.bench.runner import run_plan
 from combee.errors import ConfigError
-from combee.sim.server import SimConfig
+from combee.sim.config import SimConfig
 
 
 @dataclass(frozen=True)

@@ -54,9 +54,9 @@ def sim_server_command(
     Simulated latency and injected faults are set by the flags below, all seeded.
     """
     from combee.sim.arbitrary import arbitrary_responder
+    from combee.sim.config import SimConfig
     from combee.sim.responders import Responder, echo_responder
     from combee.sim.running import run_server
-    from combee.sim.server import SimConfig
 
     responder: Responder
     if script == "ace":

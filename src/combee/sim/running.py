@@ -11,8 +11,9 @@ from types import TracebackType
 import uvicorn
 
 from combee.errors import ConfigError
+from combee.sim.config import SimConfig
 from combee.sim.responders import Responder, echo_responder
-from combee.sim.server import RequestRecord, SimConfig, SimServer
+from combee.sim.server import RequestRecord, SimServer
 
 
 class RunningServer:
