@@ -4,7 +4,8 @@ The run's strategy aggregates GEPA's reflection (``sequential``: gepa's own stoc
 step at minibatch 1, GEPA as published; any other strategy: :class:`CombeeReflection` over the
 strategy's reduce), the run's batch schedule sets each iteration's minibatch size (so
 ``batch_size="auto"`` is the same controller as for ACE), and the run's executor runs the
-rollouts. gepa's own checkpoint goes to ``RUN_DIR/gepa_state`` and its result to
+rollouts. gepa's own state goes to ``RUN_DIR/gepa_state`` (checkpointed after each iteration, so
+a rerun continues: :mod:`combee.methods.gepa.checkpoint`) and its result to
 ``RUN_DIR/gepa_result.json``.
 """
 
@@ -14,6 +15,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -25,8 +27,9 @@ from gepa.core.adapter import GEPAAdapter
 from gepa.core.callbacks import GEPACallback
 from gepa.core.result import GEPAResult
 from gepa.core.state import GEPAState
+from gepa.strategies.candidate_selector import ParetoCandidateSelector
 
-from combee.core.checkpoint import LoopState
+from combee.core.checkpoint import LoopState, restore_parts, set_rng_state
 from combee.core.evaluate import Evaluation, evaluate
 from combee.core.executor import Executor
 from combee.core.loop import BatchSchedule, LoopConfig, LoopObserver, TrainResult
@@ -36,6 +39,7 @@ from combee.llm.client import LLM
 from combee.methods.ace.playbook import count_tokens
 from combee.methods.gepa.adapter import COMPONENT, DEFAULT_SEED_PROMPT, Attempt, TaskAdapter
 from combee.methods.gepa.batching import IterationClock
+from combee.methods.gepa.checkpoint import GepaCheckpoint, restore_gepa_state
 from combee.methods.gepa.reflection import CombeeReflection
 from combee.methods.gepa.runner import LoopRunner
 from combee.methods.gepa.sampler import ResizableBatchSampler
@@ -69,6 +73,7 @@ class GepaLearner:
 
     name = "gepa"
     context_file = "prompt.txt"
+    resumable = True
 
     def __init__(
         self,
@@ -109,6 +114,12 @@ class GepaLearner:
 
     def results(self) -> Mapping[str, Any]:
         return dict(self._results)
+
+    def dump_context(self, context: str) -> str:
+        return context
+
+    def load_context(self, data: Any) -> str:
+        return str(data)
 
     def _adapter(
         self, runner: LoopRunner, executor: Executor, validation: Sequence[Sample]
@@ -154,11 +165,6 @@ class GepaLearner:
         config: LoopConfig,
         resume: LoopState[str] | None = None,
     ) -> TrainResult[str]:
-        if resume is not None:
-            raise ConfigError(
-                "GEPA runs continue from gepa's own saved state, not a loop checkpoint",
-                setting="run_dir",
-            )
         runner = LoopRunner(asyncio.get_running_loop())
         # Without validation samples gepa validates on the training set; distinct objects let the
         # adapter tell a validation pass from a minibatch by identity.
@@ -175,6 +181,8 @@ class GepaLearner:
                 self.llm, runner, strategy, seed=self.seed, temperature=self.temperature
             )
         sampler = ResizableBatchSampler(1, seed=self.seed)
+        # gepa's default candidate selector, on a generator whose state a checkpoint can keep.
+        selector_rng = random.Random(self.seed)
         clock = IterationClock(
             sampler,
             schedule,
@@ -183,7 +191,32 @@ class GepaLearner:
             observer=observer,
         )
         stop = _StopFlag()
-        state_dir = None if self.run_dir is None else str(self.run_dir / GEPA_STATE_DIR)
+        parts: dict[str, object] = {
+            "sampler": sampler, "reflection": reflection, "strategy": strategy,
+            "schedule": schedule,
+        }  # fmt: skip
+        callbacks: list[object] = [clock]
+        checkpoint = None
+        state_dir = None if self.run_dir is None else self.run_dir / GEPA_STATE_DIR
+        if state_dir is not None:
+            state_dir.mkdir(parents=True, exist_ok=True)
+            if resume is not None:
+                restore_gepa_state(state_dir, resume.parts)
+                restore_parts(parts, resume.parts)
+                set_rng_state(selector_rng, resume.rng)
+            checkpoint = GepaCheckpoint(
+                state_dir,
+                observer,
+                parts,
+                selector_rng,
+                train_size=len(train_samples),
+                component=COMPONENT,
+                earlier_seconds=0.0 if resume is None else resume.train_seconds,
+                stop=stop.event.set,
+            )
+            callbacks.append(checkpoint)
+        elif resume is not None:
+            raise ConfigError("a GEPA run continues only from its run directory", setting="run_dir")
 
         def run_gepa() -> GEPAResult[str, int]:
             return optimize(
@@ -195,13 +228,14 @@ class GepaLearner:
                 reflection_strategy=reflection
                 if isinstance(reflection, CombeeReflection)
                 else None,
+                candidate_selection_strategy=ParetoCandidateSelector(rng=selector_rng),
                 batch_sampler=sampler,
                 reflection_minibatch_size=None,
                 max_metric_calls=self.max_metric_calls,
                 stop_callbacks=[stop],
-                callbacks=cast("list[GEPACallback]", [clock]),
+                callbacks=cast("list[GEPACallback]", callbacks),
                 logger=_GepaLog(),
-                run_dir=state_dir,
+                run_dir=None if state_dir is None else str(state_dir),
                 seed=self.seed,
             )
 
@@ -211,7 +245,10 @@ class GepaLearner:
         except BaseException:
             stop.event.set()
             raise
-        train_seconds = time.perf_counter() - started
+        if checkpoint is not None and checkpoint.error is not None:
+            raise checkpoint.error
+        earlier = 0.0 if resume is None else resume.train_seconds
+        train_seconds = earlier + time.perf_counter() - started
         best = str(result.candidates[result.best_idx][COMPONENT])
         if self.run_dir is not None:
             (self.run_dir / "gepa_result.json").write_text(
@@ -232,6 +269,6 @@ class GepaLearner:
             final_context=best,
             best_context=best,
             best_val_accuracy=result.val_aggregate_scores[result.best_idx],
-            iterations=len(clock.timings),
+            iterations=(0 if resume is None else resume.iteration) + len(clock.timings),
             train_seconds=train_seconds,
         )

@@ -25,6 +25,7 @@ from typing import Any
 
 from gepa.proposer.reflective_mutation.reflection_lm import ReflectionJob, ReflectionProposal
 
+from combee.core.checkpoint import rng_state, set_rng_state
 from combee.core.scan import SINGLE_CALL_BELOW
 from combee.core.types import ReduceTrace, Reflection, Strategy, Trajectory
 from combee.errors import LLMCallError
@@ -126,6 +127,14 @@ class CombeeReflection(UsageTotals):
         self._rng = random.Random(seed)
         self._retry: OrderedDict[str, list[dict[str, _Unit]]] = OrderedDict()
         self._lock = threading.Lock()
+
+    def state(self) -> dict[str, Any]:
+        """The seed generator and the usage so far, for a run's checkpoint."""
+        return {"rng": rng_state(self._rng), "usage": vars(self.usage).copy()}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        set_rng_state(self._rng, state["rng"])
+        vars(self.usage).update(state["usage"])
 
     def reflect(
         self,

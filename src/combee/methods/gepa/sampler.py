@@ -9,6 +9,7 @@ from typing import Any
 from gepa.core.data_loader import DataLoader
 from gepa.core.state import GEPAState
 
+from combee.core.checkpoint import rng_state, set_rng_state
 from combee.errors import ConfigError
 
 
@@ -46,6 +47,25 @@ class ResizableBatchSampler:
         if self.epoch < 0 or left <= 0:
             return self.epoch + 2, total
         return self.epoch + 1, left
+
+    def state(self) -> dict[str, Any]:
+        """Where the sampler stands, for a run's checkpoint (ids are gepa's data ids: the
+        training set's indices)."""
+        return {
+            "rng": rng_state(self._rng),
+            "order": list(self._order),
+            "cursor": self._cursor,
+            "known": list(self._known),
+            "epoch": self.epoch,
+            "drawn": len(self.drawn),
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        set_rng_state(self._rng, state["rng"])
+        self._order = list(state["order"])
+        self._cursor = int(state["cursor"])
+        self._known = tuple(state["known"])
+        self.epoch = int(state["epoch"])
 
     def next_minibatch_ids(
         self, loader: DataLoader[Any, Any], state: GEPAState[Any, Any]

@@ -19,6 +19,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
+from combee.core.checkpoint import rng_state, set_rng_state
 from combee.errors import LLMCallError
 from combee.llm.types import Completion, JsonSchema, Message
 from combee.methods.gepa.runner import LoopRunner
@@ -71,6 +72,16 @@ class StockReflectionLM(UsageTotals):
         self.usage = ReflectionUsage()
         self._rng = None if seed is None else random.Random(seed)
         self._warned_non_text = False
+
+    def state(self) -> dict[str, Any]:
+        """The seed generator and the usage so far, for a run's checkpoint."""
+        rng = None if self._rng is None else rng_state(self._rng)
+        return {"rng": rng, "usage": vars(self.usage).copy()}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        if self._rng is not None and state["rng"] is not None:
+            set_rng_state(self._rng, state["rng"])
+        vars(self.usage).update(state["usage"])
 
     def __call__(self, prompt: str | list[dict[str, Any]]) -> str:
         return self.runner.run(self._complete(self._messages(prompt), self._seed()))
