@@ -191,3 +191,27 @@ async def test_a_reply_far_beyond_max_tokens_is_refused_and_not_cached(tmp_path:
     assert caught.value.kind == "oversized"
     assert len(asked) == 1  # not re-asked with the huge reply sent back
     assert (tmp_path / "c.sqlite").stat().st_size < 100_000
+
+
+def test_calls_failing_in_a_row_stop_the_run_inside_its_first_iteration(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with serve_in_thread(roles_refused) as server:
+        result = run_combee(
+            "train", "--task", "formula", "--batch-size", "40", "--train-limit", "40",
+            "--val-limit", "0", "--test-limit", "2", "--max-failed-share", "1",
+            "--max-failures-in-a-row", "5", "--concurrency", "2", "--model", "sim",
+            "--base-url", server.base_url, "--out", str(out),
+        )  # fmt: skip
+        generate = [r for r in server.records if r.schema_name == "generator"]
+    assert result.returncode == 1, result.stderr
+    message = " ".join(result.stderr[result.stderr.index("error:") :].split())
+    assert "5 LLM calls in a row failed for good" in message
+    assert "does not support the requested feature" in message  # what the endpoint said
+    assert "Traceback" not in result.stderr and not (out / "final_results.json").exists()
+    assert len(generate) < 10  # the other samples of the batch were cancelled, not sent
+
+
+def test_max_failures_in_a_row_is_checked() -> None:
+    with pytest.raises(combee.ConfigError) as caught:
+        connect("sim", max_failures_in_a_row=0)
+    assert caught.value.setting == "max_failures_in_a_row"

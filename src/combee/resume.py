@@ -16,6 +16,7 @@ from combee.api import train_async
 from combee.errors import ConfigError
 from combee.learn import learn_async
 from combee.llm.connect import Endpoint
+from combee.llm.guards import MAX_FAILURES_IN_A_ROW
 from combee.results import TrainResult
 from combee.runs import CHECKPOINT_FILE, RESULTS_FILE
 from combee.sync import run_sync
@@ -95,6 +96,7 @@ def saved_endpoint(run_dir: str | os.PathLike[str], **overrides: Any) -> Endpoin
         "cache": _cache(Path(run_dir), saved.get("cache")),
         "seed": config.get("seed", 0),
         "redact": saved.get("redact", True),
+        "max_failures_in_a_row": saved.get("max_failures_in_a_row", MAX_FAILURES_IN_A_ROW),
     }
     return Endpoint(**{**fields, **overrides})
 

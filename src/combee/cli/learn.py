@@ -12,6 +12,7 @@ from combee.cli.app import DEFAULT_MODEL, app, err, fail, run
 from combee.cli.progress import ConsoleProgress
 from combee.cli.train import print_done, resume_run
 from combee.learn import learn_async
+from combee.llm.guards import MAX_FAILURES_IN_A_ROW
 from combee.methods.ace.traces import TRANSCRIPT_TOKENS
 from combee.results import TrainResult
 from combee.tasks.traces import FORMATS
@@ -45,6 +46,7 @@ def learn_command(
     ] = "40",
     epochs: Annotated[int, typer.Option()] = 1,
     max_failed_share: opt.MaxFailedShare = 0.5,
+    max_failures_in_a_row: opt.MaxFailuresInARow = MAX_FAILURES_IN_A_ROW,
     model: opt.Model = DEFAULT_MODEL,
     base_url: opt.BaseUrl = None,
     api_key_env: opt.ApiKeyEnv = "OPENAI_API_KEY",
@@ -83,6 +85,7 @@ def learn_command(
             concurrency=concurrency, timeout=timeout, max_retries=max_retries,
             cache=None if no_cache else out / "cache.sqlite", seed=seed, client=client,
             redact=redact,
+            max_failures_in_a_row=max_failures_in_a_row,
         )  # fmt: skip
         try:
             return await learn_async(

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from combee.llm.connect import Endpoint
+from combee.llm.guards import MAX_FAILURES_IN_A_ROW
 
 Model = Annotated[
     str,
@@ -50,6 +51,10 @@ MaxFailedShare = Annotated[
     float,
     typer.Option(help="Stop the run when an iteration loses more than this share of samples."),
 ]
+MaxFailuresInARow = Annotated[
+    int,
+    typer.Option(help="Stop the run when this many LLM calls in a row fail for good (0: never)."),
+]
 Client = Annotated[
     str, typer.Option(help="HTTP client: openai (the SDK) | lean (same wire format, less CPU).")
 ]
@@ -80,6 +85,7 @@ def endpoint(
     price_prompt: float | None = None,
     price_completion: float | None = None,
     redact: bool = True,
+    max_failures_in_a_row: int = MAX_FAILURES_IN_A_ROW,
 ) -> Endpoint:
     """The endpoint the flags describe; the run connects to it once every setting is checked."""
     prices = None
@@ -98,6 +104,7 @@ def endpoint(
         prices=prices,
         seed=seed,
         redact=redact,
+        max_failures_in_a_row=max_failures_in_a_row or None,
     )
 
 

@@ -13,6 +13,7 @@ from combee.cli import options as opt
 from combee.cli.app import DEFAULT_MODEL, app, err, run
 from combee.cli.progress import ConsoleProgress
 from combee.core.controller import DEFAULT_MAX_BATCH_SIZE, DEFAULT_TAU
+from combee.llm.guards import MAX_FAILURES_IN_A_ROW
 from combee.results import TrainResult
 from combee.resume import resume_async
 
@@ -58,6 +59,7 @@ def train_command(
     test_limit: Annotated[int | None, typer.Option(help="First N test samples.")] = None,
     val_every: Annotated[int, typer.Option(help="Validate every N iterations (0: per epoch).")] = 0,
     max_failed_share: opt.MaxFailedShare = 0.5,
+    max_failures_in_a_row: opt.MaxFailuresInARow = MAX_FAILURES_IN_A_ROW,
     duplication: Annotated[int, typer.Option(help="Copies p of each reflection (combee).")] = 2,
     fan_in: Annotated[int, typer.Option(help="Most updates one merge call sees.")] = 32,
     top_k: Annotated[
@@ -105,6 +107,7 @@ def train_command(
             cache=None if no_cache else (cache or out / "cache.sqlite"), seed=seed,
             client=client, price_prompt=price_prompt, price_completion=price_completion,
             redact=redact,
+            max_failures_in_a_row=max_failures_in_a_row,
         )  # fmt: skip
         try:
             return await train_async(

@@ -91,7 +91,9 @@ async def map_sample(
 
 
 class AsyncioExecutor:
-    """Every sample as a task on the running event loop, all at once."""
+    """Every sample as a task on the running event loop, all at once. An error that is not one
+    sample's failure (an endpoint that is down, a bug) cancels the batch's other samples and is
+    raised."""
 
     async def map(
         self,
@@ -110,4 +112,17 @@ class AsyncioExecutor:
                 if on_done is not None:
                     on_done()
 
-        return list(await asyncio.gather(*(one(sample) for sample in samples)))
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(one(sample)) for sample in samples]
+        except BaseExceptionGroup as grouped:
+            raise first_error(grouped) from None
+        return [task.result() for task in tasks]
+
+
+def first_error(grouped: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first error inside ``grouped`` (nested groups opened), to raise on its own."""
+    error: BaseException = grouped
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    return error

@@ -10,9 +10,20 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from combee.errors import CombeeError, ConfigError, EndpointError, InvalidReplyError, LLMCallError
+from combee.errors import (
+    CombeeError,
+    EndpointError,
+    InvalidReplyError,
+    LLMCallError,
+)
 from combee.llm.accounting import Accounting, CallRecord, Prices
 from combee.llm.cache import ResponseCache, cache_key
+from combee.llm.guards import (
+    MAX_FAILURES_IN_A_ROW,
+    FailureStreak,
+    check_limits,
+    oversized_reply,
+)
 from combee.llm.redact import redact as redact_text
 from combee.llm.redact import without_credentials
 from combee.llm.retry import Failure, backoff_delay, classify, failure_error
@@ -32,12 +43,6 @@ _PREFLIGHT_SCHEMA = JsonSchema(
     name="preflight",
     schema={"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
 )
-
-
-REPLY_CHARS_PER_TOKEN = 32
-MIN_REPLY_CHARS = 65_536
-"""A reply longer than ``max(MIN_REPLY_CHARS, REPLY_CHARS_PER_TOKEN * max_tokens)`` characters
-is refused: no tokenizer makes tokens that long, so the server ignored the limit."""
 
 
 class LLM:
@@ -64,13 +69,9 @@ class LLM:
         prices: Prices | None = None,
         seed: int | None = None,
         redact: bool = True,
+        max_failures_in_a_row: int | None = MAX_FAILURES_IN_A_ROW,
     ) -> None:
-        if concurrency < 1:
-            raise ConfigError(f"must be at least 1 (got {concurrency})", setting="concurrency")
-        if max_retries < 0:
-            raise ConfigError(f"must be 0 or more (got {max_retries})", setting="max_retries")
-        if timeout_s is not None and not timeout_s > 0:
-            raise ConfigError(f"must be positive (got {timeout_s})", setting="timeout_s")
+        check_limits(concurrency, max_retries, timeout_s, max_failures_in_a_row)
         self._backend = backend
         self._semaphore = asyncio.Semaphore(concurrency)
         self._max_retries = max_retries
@@ -85,6 +86,7 @@ class LLM:
         self._rng = random.Random(seed)
         self._base_url: str | None = getattr(backend, "base_url", None)
         self._shown_url = without_credentials(self._base_url)
+        self._streak = FailureStreak(max_failures_in_a_row, self._shown_url or backend.model)
         self._accounting = Accounting()
         self._validators = SchemaValidators()
         self._instructions: dict[int, tuple[JsonSchema, str]] = {}
@@ -101,6 +103,7 @@ class LLM:
             "max_retries": max_retries,
             "cache": str(cache.path) if cache is not None else None,
             "redact": redact,
+            "max_failures_in_a_row": max_failures_in_a_row,
         }
         """How this client was set up, as recorded in a run's config.json (never a key)."""
 
@@ -310,16 +313,10 @@ class LLM:
     def _cleaned(self, completion: Completion, request: Request, role: str) -> Completion:
         """The reply with secret-like strings replaced (before it is parsed or cached); a reply
         far longer than ``max_tokens`` allows is refused, never parsed, cached or sent back."""
-        most = max(MIN_REPLY_CHARS, REPLY_CHARS_PER_TOKEN * request.max_tokens)
-        if len(completion.text) > most:
+        oversized = oversized_reply(completion.text, request.max_tokens, role)
+        if oversized is not None:
             self._accounting.role(role).failed_calls += 1
-            raise LLMCallError(
-                f"{role}: the reply has {len(completion.text):,} characters, more than "
-                f"{request.max_tokens} tokens can hold (at most {most:,}); the server "
-                "ignores max_tokens",
-                role=role,
-                kind="oversized",
-            )
+            raise oversized
         if not self._redact:
             return completion
         text = redact_text(completion.text, self.redacted)
@@ -363,13 +360,15 @@ class LLM:
                 )
             if not failure.transient or attempts > self._max_retries:
                 self._record_failure(role, start, sent, attempts, failure.kind)
-                raise failure_error(
-                    failure,
-                    role=role,
-                    attempts=attempts,
-                    model=self.model,
-                    url=self._shown_url,
-                    key_variable=getattr(self._backend, "api_key_env", None),
+                raise self._streak.failed(
+                    failure_error(
+                        failure,
+                        role=role,
+                        attempts=attempts,
+                        model=self.model,
+                        url=self._shown_url,
+                        key_variable=getattr(self._backend, "api_key_env", None),
+                    )
                 )
             self._accounting.retried(role, failure.kind)
             await asyncio.sleep(
@@ -384,6 +383,7 @@ class LLM:
         if self._prices is not None:
             cost = self._prices.cost(completion.prompt_tokens, completion.completion_tokens)
             completion = replace(completion, cost=cost)
+        self._streak.succeeded()
         self._accounting.served(role, completion)
         self._accounting.calls.append(
             CallRecord(role, start, sent, time.perf_counter(), True, attempts, None)

@@ -17,6 +17,7 @@ from combee.errors import ConfigError
 from combee.llm.accounting import Prices
 from combee.llm.cache import ResponseCache
 from combee.llm.client import LLM
+from combee.llm.guards import MAX_FAILURES_IN_A_ROW, check_limits
 from combee.llm.types import Backend, JsonMode
 
 JSON_MODES: tuple[JsonMode, ...] = ("json_schema", "json_object_schema", "json_object", "none")
@@ -55,6 +56,7 @@ class Endpoint:
     prices: Prices | tuple[float, float] | None = None
     seed: int | None = 0
     redact: bool = True
+    max_failures_in_a_row: int | None = MAX_FAILURES_IN_A_ROW
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model:
@@ -71,7 +73,7 @@ class Endpoint:
                 "'lean' talks HTTP; the embedded local model needs no client", setting="client"
             )
         _json_mode(self.json_mode)
-        _check_limits(self.concurrency, self.max_retries, self.timeout_s)
+        check_limits(self.concurrency, self.max_retries, self.timeout_s, self.max_failures_in_a_row)
         _prices(self.prices)
 
     def connect(self) -> LLM:
@@ -93,6 +95,7 @@ class Endpoint:
             prices=_prices(self.prices),
             seed=self.seed,
             redact=self.redact,
+            max_failures_in_a_row=self.max_failures_in_a_row,
         )
         llm.settings["model"] = self.model
         llm.settings["served_model"] = backend.model
@@ -115,6 +118,7 @@ def connect(
     prices: Prices | tuple[float, float] | None = None,
     seed: int | None = 0,
     redact: bool = True,
+    max_failures_in_a_row: int | None = MAX_FAILURES_IN_A_ROW,
 ) -> LLM:
     """An LLM client for ``model``.
 
@@ -127,7 +131,9 @@ def connect(
     SQLite response cache (a path, or an open :class:`ResponseCache`). ``prices`` are USD per
     million prompt and completion tokens. ``seed`` is sent with every request. ``redact``
     replaces secret-like strings (keys, tokens, passwords, e-mail addresses) in every message
-    and reply before they are sent, cached or used (:mod:`combee.llm.redact`). The client is
+    and reply before they are sent, cached or used (:mod:`combee.llm.redact`).
+    ``max_failures_in_a_row`` calls failing for good one after another stop the run with a
+    :class:`combee.errors.RunFailedError` (``None``: never). The client is
     bound to the event loop it first runs on; close it with ``await llm.aclose()``.
     """
     return Endpoint(
@@ -143,6 +149,7 @@ def connect(
         prices=prices,
         seed=seed,
         redact=redact,
+        max_failures_in_a_row=max_failures_in_a_row,
     ).connect()
 
 
@@ -202,21 +209,6 @@ def _json_mode(value: str) -> JsonMode:
         if value == mode:
             return mode
     raise ConfigError(f"{value!r} is not one of {', '.join(JSON_MODES)}", setting="json_mode")
-
-
-def _check_limits(concurrency: int, max_retries: int, timeout_s: float) -> None:
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ConfigError(
-            f"must be a whole number of at least 1 (got {concurrency!r})", setting="concurrency"
-        )
-    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-        raise ConfigError(
-            f"must be a whole number, 0 or more (got {max_retries!r})", setting="max_retries"
-        )
-    if not math.isfinite(timeout_s) or timeout_s <= 0:
-        raise ConfigError(
-            f"must be a positive number of seconds (got {timeout_s!r})", setting="timeout_s"
-        )
 
 
 def _prices(prices: Prices | tuple[float, float] | None) -> Prices | None:

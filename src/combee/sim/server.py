@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -138,7 +138,10 @@ class SimServer:
         config = state.config
         index = state.arrivals
         state.arrivals += 1
-        raw = await request.body()
+        try:
+            raw = await request.body()
+        except ClientDisconnect:  # the client gave up on the call (a cancelled batch)
+            return Response(status_code=499)
         try:
             body = json.loads(raw)
         except ValueError:
