@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 import sys
 import threading
 import time
@@ -268,3 +269,27 @@ def test_the_thread_count_can_be_set(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(THREADS_ENV, "many")
     with pytest.raises(ConfigError, match="COMBEE_LOCAL_THREADS='many'"):
         local_threads()
+
+
+@pytest.mark.slow
+async def test_a_running_call_reports_its_progress_and_a_slow_one_draws_advice(
+    smollm2: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("combee.llm.local_backend.SLOW_CALL_S", 0.0)  # every call is "slow"
+    backend = LocalBackend(str(smollm2), n_ctx=1024, n_threads=1, progress_every_s=0.05)
+    caplog.set_level(logging.INFO, logger="combee.llm")
+    try:
+        request = question("Count from 1 to 60, one number per line.", max_tokens=160)
+        completion = await backend.complete(request)
+        await backend.complete(request)
+    finally:
+        await backend.aclose()
+    progress = [r.getMessage() for r in caplog.records if "tokens in the model's context" in
+                r.getMessage()]  # fmt: skip
+    assert progress, "no progress line while the call ran"
+    counts = [int(line.split(" s so far, ")[1].split(" ")[0]) for line in progress]
+    assert (max(counts) > 0 and counts == sorted(counts[: len(counts)])) or len(counts) > 1
+    advice = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(advice) == 1  # once, not on every slow call
+    text = advice[0].getMessage()
+    assert f"{completion.completion_tokens} tokens written" in text and "max_tokens" in text

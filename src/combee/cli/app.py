@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 
+from combee.cli.console_log import console_logging
 from combee.cli.flags import cli_message
 from combee.errors import CombeeError
 
@@ -41,7 +42,8 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     except ValueError:  # not the main thread: leave signals alone
         previous = None
     try:
-        return asyncio.run(coro)
+        with console_logging(err):
+            return asyncio.run(coro)
     except CombeeError as error:
         raise fail(cli_message(error)) from None
     except KeyboardInterrupt:

@@ -19,11 +19,13 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
 from combee.errors import ConfigError, LLMCallError
 from combee.llm.bounded import bounded_schema, longest_reply, open_schema
+from combee.llm.local_progress import PROGRESS_EVERY_S, SLOW_CALL_S, CallWatch, slow_call_advice
 from combee.llm.types import Completion, JsonSchema, Request
 
 T = TypeVar("T")
@@ -123,6 +125,7 @@ class LocalBackend:
         seed: int = 0,
         verbose: bool = False,
         prompt_cache_states: int = 3,
+        progress_every_s: float | None = PROGRESS_EVERY_S,
     ) -> None:
         self._llama_cpp = import_llama_cpp()
         self.model_path = Path(model_path)
@@ -138,6 +141,8 @@ class LocalBackend:
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="combee-llama")
         self._closed = False
         self._formats: dict[tuple[int, int], tuple[JsonSchema, dict[str, Any]]] = {}
+        self._progress_every_s = progress_every_s
+        self._advised = False
 
     async def load(self) -> float:
         """Load the model now instead of on the first call; return the load time in seconds."""
@@ -189,9 +194,12 @@ class LocalBackend:
 
     def _complete_blocking(self, request: Request) -> Completion:
         llama = self._ensure_loaded()
+        arguments = self._arguments(request)
+        label = "call" if request.json_schema is None else f"{request.json_schema.name} call"
         started = time.perf_counter()
         try:
-            reply = llama.create_chat_completion(**self._arguments(request))
+            with self._watch(llama, f"{self.model}, {label}"):
+                reply = llama.create_chat_completion(**arguments)
         except ValueError as error:
             if "exceed context window" in str(error):
                 raise LLMCallError(
@@ -207,6 +215,15 @@ class LocalBackend:
         latency = time.perf_counter() - started
         choice: Mapping[str, Any] = reply["choices"][0]
         usage: Mapping[str, Any] = reply.get("usage") or {}
+        if latency > SLOW_CALL_S and not self._advised:
+            self._advised = True
+            written = int(usage.get("completion_tokens", 0))
+            logger.warning(
+                "%s",
+                slow_call_advice(
+                    self.model, label, latency, written, request.max_tokens, self.n_threads
+                ),
+            )
         return Completion(
             text=str(choice["message"].get("content") or ""),
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
@@ -215,6 +232,11 @@ class LocalBackend:
             model=self.model,
             cost=0.0,
         )
+
+    def _watch(self, llama: _Llama, label: str) -> AbstractContextManager[object]:
+        if self._progress_every_s is None:
+            return nullcontext()
+        return CallWatch(lambda: int(getattr(llama, "n_tokens", 0)), label, self._progress_every_s)
 
     def _arguments(self, request: Request) -> dict[str, Any]:
         arguments: dict[str, Any] = {

@@ -1,0 +1,46 @@
+"""Combee's log records on the terminal while a command runs: warnings always, and the
+embedded model's progress lines (a slow call says how far it got instead of going silent)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.console import Console
+from rich.markup import escape
+
+PROGRESS_LOGGER = "combee.llm.local"
+
+
+class ConsoleLog(logging.Handler):
+    def __init__(self, console: Console) -> None:
+        super().__init__()
+        self.console = console
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = escape(record.getMessage())
+        except (TypeError, ValueError):
+            message = escape(str(record.msg))
+        if record.levelno >= logging.WARNING:
+            self.console.print(f"[yellow]warning:[/] {message}", highlight=False)
+        elif record.name.startswith(PROGRESS_LOGGER):
+            self.console.print(f"[dim]{message}[/]", highlight=False)
+
+
+@contextmanager
+def console_logging(console: Console) -> Iterator[None]:
+    """Show warnings and the embedded model's progress on ``console`` until the block ends."""
+    handler = ConsoleLog(console)
+    handler.addFilter(lambda r: r.levelno >= logging.WARNING or r.name.startswith(PROGRESS_LOGGER))
+    combee = logging.getLogger("combee")
+    progress = logging.getLogger(PROGRESS_LOGGER)
+    previous = progress.level
+    progress.setLevel(logging.INFO)
+    combee.addHandler(handler)
+    try:
+        yield
+    finally:
+        combee.removeHandler(handler)
+        progress.setLevel(previous)

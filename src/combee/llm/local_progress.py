@@ -1,0 +1,80 @@
+"""What a slow embedded-model call shows while it runs, and when the model is too slow.
+
+On a CPU one call of the embedded model can take minutes (a 4,000-token prompt is read at
+tens of tokens per second, a reply written at a few). :class:`CallWatch` logs, every
+``every_s`` seconds while a call runs, how long it has run and how fast the model is going (the
+tokens in its context, read from llama.cpp as it works), so a slow call shows progress rather
+than silence. :func:`slow_call_advice` is the one warning given when calls take so long that
+the run's settings deserve a second look.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from types import TracebackType
+
+logger = logging.getLogger("combee.llm.local")
+
+PROGRESS_EVERY_S = 30.0
+"""How often a running call reports its progress."""
+
+SLOW_CALL_S = 300.0
+"""A call slower than this draws one warning with what to change."""
+
+
+class CallWatch:
+    """A context manager around one call: a background thread logs its progress every
+    ``every_s`` seconds until the call ends (nothing for a call shorter than that)."""
+
+    def __init__(self, tokens_now: Callable[[], int], label: str, every_s: float) -> None:
+        self._tokens_now = tokens_now
+        self._label = label
+        self._every_s = every_s
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._report, name="combee-llama-watch", daemon=True)
+
+    def __enter__(self) -> CallWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _report(self) -> None:
+        started = time.perf_counter()
+        first = last = self._tokens_now()
+        while not self._done.wait(self._every_s):
+            now = self._tokens_now()
+            elapsed = time.perf_counter() - started
+            logger.info(
+                "%s: %.0f s so far, %d tokens in the model's context (+%d since the call began, "
+                "%.1f tokens/s; +%d in the last %.0f s)",
+                self._label, elapsed, now, now - first, (now - first) / elapsed, now - last,
+                self._every_s,
+            )  # fmt: skip
+            last = now
+
+
+def slow_call_advice(
+    model: str, role: str, seconds: float, completion_tokens: int, max_tokens: int, threads: int
+) -> str:
+    """The warning for a call that took ``seconds``: the measured speed and what to change."""
+    rate = completion_tokens / seconds if seconds > 0 else 0.0
+    longest = f", so a reply of max_tokens={max_tokens} can take {max_tokens / rate / 60:.0f} min"
+    return (
+        f"the embedded model {model} took {seconds:.0f} s for one {role} call "
+        f"({completion_tokens} tokens written, {rate:.1f} tokens/s overall on {threads} "
+        f"thread(s){longest if rate > 0 else ''}). Calls of the embedded model run one at a "
+        "time on this CPU: for a faster run lower max_tokens or the batch size, use "
+        "local:smollm2 (faster, weaker), set COMBEE_LOCAL_THREADS to the free cores, or point "
+        "base_url at a served model"
+    )
