@@ -12,7 +12,6 @@ import pytest
 
 from combee.errors import ConfigError, EndpointError, LLMCallError
 from combee.llm import LLM, JsonSchema
-from combee.llm.http1 import Origin, _dechunk
 from combee.llm.lean_backend import LeanBackend
 from combee.sim import HTTPFault, RunningServer, SimConfig, peak_concurrency, serve_in_thread
 from combee.sim.responders import Responder, echo_responder
@@ -158,14 +157,24 @@ def test_key_is_needed_off_loopback_and_never_shown(monkeypatch: pytest.MonkeyPa
     assert "sk-secret" not in repr(backend)
 
 
-def test_origin_parsing() -> None:
-    assert Origin.parse("http://127.0.0.1:8000/v1/") == Origin("http", "127.0.0.1", 8000, "/v1")
-    assert Origin.parse("https://api.example.com/v1").port == 443
-    with pytest.raises(ConfigError):
-        Origin.parse("ftp://x")
+def test_a_base_url_that_is_not_http_is_refused() -> None:
+    with pytest.raises(ConfigError, match="is not an http") as caught:
+        LeanBackend(model="m", base_url="ftp://127.0.0.1/v1")
+    assert caught.value.setting == "base_url"
 
 
-def test_chunked_bodies_are_joined_once_complete() -> None:
-    body = bytearray(b"HEAD4\r\nWiki\r\n5\r\npedia\r\n0\r\n\r\n")
-    assert _dechunk(body, 4) == b"Wikipedia"
-    assert _dechunk(bytearray(b"HEAD4\r\nWiki\r\n5\r\nped"), 4) is None
+async def test_proxies_come_from_the_environment(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A proxy that does not exist: the call can only fail if the setting is honoured.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("NO_PROXY", "")
+    with serve() as server:
+        llm = lean_llm(server.base_url.replace("127.0.0.1", "localhost"), max_retries=0)
+        with pytest.raises(LLMCallError, match="connection"):
+            await llm.complete(HELLO, role="generator")
+        await llm.aclose()
+        assert not server.records  # it went to the proxy, not to the server

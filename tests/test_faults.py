@@ -215,3 +215,25 @@ def test_max_failures_in_a_row_is_checked() -> None:
     with pytest.raises(combee.ConfigError) as caught:
         connect("sim", max_failures_in_a_row=0)
     assert caught.value.setting == "max_failures_in_a_row"
+
+
+def test_a_curate_call_that_fails_costs_its_iteration_not_the_run(tmp_path: Path) -> None:
+    def curator_refused(body: Mapping[str, Any]) -> str:
+        fmt = body.get("response_format")
+        if isinstance(fmt, Mapping) and fmt.get("json_schema", {}).get("name") == "curator":
+            raise HTTPFault(400, "context length exceeded")
+        return ace_responder(body)
+
+    out = tmp_path / "run"
+    with serve_in_thread(curator_refused) as server:
+        result = run_combee(
+            "train", "--task", "formula", "--strategy", "naive", "--batch-size", "4",
+            "--train-limit", "8", "--val-limit", "0", "--test-limit", "2", "--model", "sim",
+            "--base-url", server.base_url, "--out", str(out),
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert (
+        "the curate call over 4 reflections failed and is skipped" in (out / "run.log").read_text()
+    )
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["roles"]["curator"]["failed_calls"] for r in rows] == [1, 1]

@@ -34,6 +34,7 @@ from combee.resolve import (
     strategy_of,
     task_of,
     whole,
+    widen_for,
 )
 from combee.results import TrainResult, usage_summary
 from combee.runs import (
@@ -152,6 +153,9 @@ async def train_async(
         check_run_dir(run_dir, overwrite=overwrite)  # before the client makes its cache there
     client, owned = llm_of(llm, seed=seed)
     try:
+        largest = max_batch_size if batch_size == "auto" else batch_size
+        batch = min(largest, len(train_set)) if isinstance(largest, int) else 0
+        widen_for(client, max(batch, len(val_set), len(test_set)))
         options: dict[str, Any] = {
             "token_budget": token_budget,
             "temperature": temperature,

@@ -18,6 +18,7 @@ from combee.resolve import (
     llm_of,
     start_context,
     task_of,
+    widen_for,
 )
 from combee.results import EvalResult, usage_summary
 from combee.sync import run_sync
@@ -66,6 +67,7 @@ async def evaluate_async(
     samples = limited(getattr(the_task.load(), split), limit, "limit")
     start = initial_text(context)
     client, owned = llm_of(llm, seed=seed)
+    widen_for(client, len(samples))
     try:
         learner = learner_of(method, client, the_task.score, {"max_tokens": max_tokens})
         begin = start_context(learner, start, context)

@@ -101,6 +101,14 @@ def llm_of(llm: LLMArg, *, seed: int) -> tuple[LLM, bool]:
     return llm, False
 
 
+def widen_for(client: Any, calls: int) -> None:
+    """Let ``client`` (when its concurrency follows the run) run ``calls`` calls at once, so a
+    batch or an evaluation set is mapped in one wave rather than several."""
+    widen = getattr(client, "widen", None)
+    if callable(widen):
+        widen(calls)
+
+
 def learner_of(
     method: Any, llm: LLM, score: Callable[[str, Sample], Score], options: dict[str, Any]
 ) -> Learner[Any]:

@@ -90,7 +90,7 @@ def saved_endpoint(run_dir: str | os.PathLike[str], **overrides: Any) -> Endpoin
         "api_key_env": saved.get("api_key_env") or "OPENAI_API_KEY",
         "json_mode": saved.get("json_mode") or "json_schema",
         "client": saved.get("client") if saved.get("client") in ("openai", "lean") else "openai",
-        "concurrency": saved.get("concurrency") or 64,
+        "concurrency": saved.get("concurrency"),
         "max_retries": saved.get("max_retries", 4),
         "timeout_s": saved.get("timeout_s") or 120.0,
         "cache": _cache(Path(run_dir), saved.get("cache")),

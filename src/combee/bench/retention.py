@@ -50,9 +50,12 @@ def _no_score(prediction: str, sample: Sample) -> Score:
     return Score(False, 0, 1)  # nothing is generated in this benchmark
 
 
-def _calls(now: Mapping[str, Any], before: Mapping[str, Any]) -> dict[str, int]:
+def _calls(
+    now: Mapping[str, Any], before: Mapping[str, Any], field: str = "calls"
+) -> dict[str, int]:
     delta = {
-        role: u.calls - (before[role].calls if role in before else 0) for role, u in now.items()
+        role: getattr(u, field) - (getattr(before[role], field) if role in before else 0)
+        for role, u in now.items()
     }
     return {role: n for role, n in delta.items() if n}
 
@@ -82,6 +85,9 @@ async def _aggregate(
                 applied += len(method.last_apply.applied) if method.last_apply else 0
     except CombeeError as failure:
         error = str(failure)
+    failed = _calls(client.usage(), before, "failed_calls")
+    if error is None and failed:  # a failed curate call is skipped: the row says so
+        error = ", ".join(f"{role} {n} call(s) failed" for role, n in failed.items())
     text = playbook.render()
     kept = retained(lessons, text)
     return RetentionRow(

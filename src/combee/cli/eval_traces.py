@@ -46,7 +46,7 @@ def eval_traces_command(
     api_key_env: opt.ApiKeyEnv = "OPENAI_API_KEY",
     json_mode: opt.JsonMode = "json_schema",
     client: opt.Client = "openai",
-    concurrency: opt.Concurrency = 64,
+    concurrency: opt.Concurrency = None,
     timeout: opt.Timeout = 120.0,
     max_retries: opt.MaxRetries = 4,
     cache: opt.CachePath = None,

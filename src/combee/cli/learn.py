@@ -52,7 +52,7 @@ def learn_command(
     api_key_env: opt.ApiKeyEnv = "OPENAI_API_KEY",
     json_mode: opt.JsonMode = "json_schema",
     client: opt.Client = "openai",
-    concurrency: opt.Concurrency = 64,
+    concurrency: opt.Concurrency = None,
     timeout: opt.Timeout = 120.0,
     max_retries: opt.MaxRetries = 4,
     duplication: Annotated[int, typer.Option(help="Copies p of each reflection (combee).")] = 2,

@@ -58,7 +58,14 @@ MaxFailuresInARow = Annotated[
 Client = Annotated[
     str, typer.Option(help="HTTP client: openai (the SDK) | lean (same wire format, less CPU).")
 ]
-Concurrency = Annotated[int, typer.Option(help="Most LLM calls in flight at once.")]
+Concurrency = Annotated[
+    int | None,
+    typer.Option(
+        help="Most LLM calls in flight at once (default: the run's largest batch or evaluation "
+        "set, up to 1024).",
+        show_default=False,
+    ),
+]
 Timeout = Annotated[float, typer.Option(help="Seconds per LLM call attempt.")]
 MaxRetries = Annotated[int, typer.Option(help="Retries per call on 429/5xx/timeouts.")]
 Seed = Annotated[int, typer.Option(help="Seed of every shuffle, split and sampling choice.")]
@@ -76,7 +83,7 @@ def endpoint(
     base_url: str | None,
     api_key_env: str,
     json_mode: str,
-    concurrency: int,
+    concurrency: int | None,
     timeout: float,
     max_retries: int,
     cache: Path | None,

@@ -40,7 +40,7 @@ def retention_command(
     api_key_env: opt.ApiKeyEnv = "OPENAI_API_KEY",
     json_mode: opt.JsonMode = "json_schema",
     client: opt.Client = "openai",
-    concurrency: opt.Concurrency = 64,
+    concurrency: opt.Concurrency = None,
     timeout: opt.Timeout = 600.0,
     max_retries: opt.MaxRetries = 4,
     seed: opt.Seed = 0,

@@ -51,7 +51,7 @@ def train_command(
     api_key_env: opt.ApiKeyEnv = "OPENAI_API_KEY",
     json_mode: opt.JsonMode = "json_schema",
     client: opt.Client = "openai",
-    concurrency: opt.Concurrency = 64,
+    concurrency: opt.Concurrency = None,
     timeout: opt.Timeout = 120.0,
     max_retries: opt.MaxRetries = 4,
     train_limit: Annotated[int | None, typer.Option(help="First N training samples.")] = None,

@@ -19,6 +19,8 @@ from combee.errors import (
 from combee.llm.accounting import Accounting, CallRecord, Prices
 from combee.llm.cache import ResponseCache, cache_key
 from combee.llm.guards import (
+    DEFAULT_CONCURRENCY,
+    MAX_CONCURRENCY,
     MAX_FAILURES_IN_A_ROW,
     FailureStreak,
     check_limits,
@@ -59,7 +61,8 @@ class LLM:
         self,
         backend: Backend,
         *,
-        concurrency: int = 64,
+        concurrency: int | None = None,
+        max_concurrency: int = MAX_CONCURRENCY,
         max_retries: int = 4,
         timeout_s: float | None = 120.0,
         backoff_base_s: float = 0.5,
@@ -73,7 +76,10 @@ class LLM:
     ) -> None:
         check_limits(concurrency, max_retries, timeout_s, max_failures_in_a_row)
         self._backend = backend
-        self._semaphore = asyncio.Semaphore(concurrency)
+        self._limit = concurrency or min(DEFAULT_CONCURRENCY, max_concurrency)
+        self._follows_run = concurrency is None
+        self._max_concurrency = max_concurrency
+        self._semaphore = asyncio.Semaphore(self._limit)
         self._max_retries = max_retries
         self._timeout_s = timeout_s
         self._backoff_base_s = backoff_base_s
@@ -106,6 +112,21 @@ class LLM:
             "max_failures_in_a_row": max_failures_in_a_row,
         }
         """How this client was set up, as recorded in a run's config.json (never a key)."""
+
+    @property
+    def concurrency(self) -> int:
+        """Calls in flight at most, now."""
+        return self._limit
+
+    def widen(self, calls: int) -> int:
+        """Let ``calls`` calls run at once, when the concurrency was left to follow the run
+        (``concurrency=None``), up to ``max_concurrency``; return the limit now in force."""
+        target = min(calls, self._max_concurrency)
+        if self._follows_run and target > self._limit:
+            for _ in range(target - self._limit):
+                self._semaphore.release()
+            self._limit = target
+        return self._limit
 
     @property
     def model(self) -> str:

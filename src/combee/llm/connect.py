@@ -17,7 +17,7 @@ from combee.errors import ConfigError
 from combee.llm.accounting import Prices
 from combee.llm.cache import ResponseCache
 from combee.llm.client import LLM
-from combee.llm.guards import MAX_FAILURES_IN_A_ROW, check_limits
+from combee.llm.guards import MAX_CONCURRENCY, MAX_FAILURES_IN_A_ROW, check_limits
 from combee.llm.types import Backend, JsonMode
 
 JSON_MODES: tuple[JsonMode, ...] = ("json_schema", "json_object_schema", "json_object", "none")
@@ -49,7 +49,7 @@ class Endpoint:
     api_key_env: str = "OPENAI_API_KEY"
     client: str = "openai"
     json_mode: str = "json_schema"
-    concurrency: int = 64
+    concurrency: int | None = None
     max_retries: int = 4
     timeout_s: float = 120.0
     cache: str | os.PathLike[str] | ResponseCache | None = None
@@ -83,8 +83,11 @@ class Endpoint:
         llm = LLM(
             backend,
             concurrency=self.concurrency
-            if is_local(self.model)
+            if is_local(self.model) or self.concurrency is None
             else _fit_open_files(self.concurrency),
+            max_concurrency=MAX_CONCURRENCY
+            if is_local(self.model)
+            else _fit_open_files(MAX_CONCURRENCY, warn=False),
             max_retries=self.max_retries,
             # An in-process model is not a remote endpoint: a slow CPU is not a fault, and a
             # timed-out attempt would only queue the same computation again behind itself.
@@ -111,7 +114,7 @@ def connect(
     api_key_env: str = "OPENAI_API_KEY",
     client: str = "openai",
     json_mode: str = "json_schema",
-    concurrency: int = 64,
+    concurrency: int | None = None,
     max_retries: int = 4,
     timeout_s: float = 120.0,
     cache: str | os.PathLike[str] | ResponseCache | None = None,
@@ -126,6 +129,9 @@ def connect(
     from the environment variable ``api_key_env``, and a loopback URL needs none), or
     ``local[:qwen2.5-1.5b|smollm2|PATH.gguf]`` for the embedded llama.cpp model. ``client`` picks
     the HTTP client (``openai``: the SDK; ``lean``: the same wire format, less CPU per call).
+    ``concurrency`` caps the calls in flight; None (the default) starts at 64 and lets a run widen
+    it to its largest batch or evaluation set (up to 1,024 and the open-file limit), so the map
+    step of a batch is never split into waves.
     ``json_mode`` says how each role's schema reaches the server (``json_schema``,
     ``json_object_schema`` for llama.cpp's server, ``json_object``, ``none``). ``cache`` is a
     SQLite response cache (a path, or an open :class:`ResponseCache`). ``prices`` are USD per
@@ -157,7 +163,7 @@ FILES_KEPT_FREE = 64
 """Open files left for everything but connections (the cache, the run's files, the log)."""
 
 
-def _fit_open_files(concurrency: int) -> int:
+def _fit_open_files(concurrency: int, *, warn: bool = True) -> int:
     """``concurrency``, after raising the process's open-file limit to fit it when the system
     allows; else capped to fit, with a warning (each call in flight holds a connection)."""
     try:
@@ -175,7 +181,7 @@ def _fit_open_files(concurrency: int) -> int:
     except (ValueError, OSError):
         pass
     fitted = max(1, min(concurrency, soft - FILES_KEPT_FREE))
-    if fitted < concurrency:
+    if fitted < concurrency and warn:
         logger.warning(
             "concurrency %d needs about %d open files but this process may open %d "
             "(ulimit -n); running %d calls at once instead",

@@ -11,6 +11,13 @@ MIN_REPLY_CHARS = 65_536
 """A reply longer than ``max(MIN_REPLY_CHARS, REPLY_CHARS_PER_TOKEN * max_tokens)`` characters
 is refused: no tokenizer makes tokens that long, so the server ignored the limit."""
 
+DEFAULT_CONCURRENCY = 64
+"""Calls in flight at once when nothing asks for more."""
+
+MAX_CONCURRENCY = 1024
+"""The most calls in flight a run widens the client to when its concurrency was left to follow
+the run (the open-file limit may cap it lower)."""
+
 MAX_FAILURES_IN_A_ROW = 32
 """Calls that may fail for good one after another before the run stops: beyond it the endpoint
 is down (a sample that fails alone only costs that sample)."""
@@ -55,13 +62,15 @@ class FailureStreak:
 
 
 def check_limits(
-    concurrency: int,
+    concurrency: int | None,
     max_retries: int,
     timeout_s: float | None,
     max_failures_in_a_row: int | None,
 ) -> None:
     """A ConfigError naming the first limit that is not a usable value."""
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+    if concurrency is not None and (
+        isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
+    ):
         raise ConfigError(
             f"must be a whole number of at least 1 (got {concurrency!r})", setting="concurrency"
         )

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+import aiohttp
 import openai
 import pydantic
 
@@ -87,6 +88,9 @@ def classify(error: BaseException) -> Failure:
         return _from_status(error.status_code, error.response.headers, _short(error))
     if isinstance(error, openai.APIResponseValidationError):
         return Failure("bad_body", error.status_code, "the response body did not parse")
+    refused = _refused_connection(error)
+    if refused is not None:
+        return Failure("connection", None, f"connection error: {refused}")
     if isinstance(error, (openai.APITimeoutError, *_TIMEOUTS)):
         return Failure("timeout", None, "the request timed out")
     if isinstance(error, openai.APIConnectionError):
@@ -103,6 +107,19 @@ def classify(error: BaseException) -> Failure:
     if isinstance(error, json.JSONDecodeError | pydantic.ValidationError):
         return Failure("bad_body", None, "the response body is not the expected JSON")
     return Failure("error", None, f"{type(error).__name__}: {error}")
+
+
+def _refused_connection(error: BaseException) -> BaseException | None:
+    """The connection failure at the root of ``error``, if any. The SDK's aiohttp transport
+    reports a refused connection as a connect *timeout*; its cause says what happened."""
+    seen: BaseException | None = error
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, aiohttp.ClientConnectorError | ConnectionRefusedError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def _from_status(status: int, headers: Mapping[str, str], detail: str) -> Failure:

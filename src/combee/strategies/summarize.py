@@ -18,6 +18,7 @@ from typing import Any, TypeVar, cast
 
 from combee.core.types import Condenser, Method, ReduceTrace, Reflection
 from combee.errors import ConfigError, LLMCallError
+from combee.strategies.single_call import curate_or_skip
 
 C = TypeVar("C")
 U = TypeVar("U")
@@ -56,7 +57,7 @@ class SummarizeStrategy:
         trace.levels.append([list(range(len(reflections)))])
         summary = await condenser.condense(context, reflections)
         trace.levels.append([[0]])
-        trace.update = await method.curate(context, [summary])
+        trace.update = await curate_or_skip(method, context, [summary])
         return trace
 
 
@@ -99,5 +100,5 @@ class HierSummarizeStrategy:
             trace.levels.append([list(range(len(summaries)))])
             summaries = [await condenser.condense(context, summaries)]
         trace.levels.append([[0]])
-        trace.update = await method.curate(context, summaries)
+        trace.update = await curate_or_skip(method, context, summaries)
         return trace

@@ -21,6 +21,7 @@ from combee.strategies.embedding import (
     default_embedder,
     require,
 )
+from combee.strategies.single_call import curate_or_skip
 
 C = TypeVar("C")
 U = TypeVar("U")
@@ -111,5 +112,5 @@ class TopKStrategy:
             return trace
         chosen = await asyncio.to_thread(self.pick, reflections)
         trace.levels.append([chosen])
-        trace.update = await method.curate(context, [reflections[i] for i in chosen])
+        trace.update = await curate_or_skip(method, context, [reflections[i] for i in chosen])
         return trace
