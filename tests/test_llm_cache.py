@@ -150,3 +150,18 @@ async def test_a_damaged_entry_is_a_miss_not_a_crash(tmp_path: Path) -> None:
         assert hit is not None and hit.text == "hello"
     finally:
         cache.close()
+
+
+async def test_a_cached_endpoint_skips_the_preflight_call(tmp_path: Path) -> None:
+    from combee.llm import connect
+    from combee.sim.ace_script import ace_responder
+
+    with serve_in_thread(ace_responder) as server:
+        for _ in range(2):
+            llm = connect("sim", base_url=server.base_url, cache=tmp_path / "c.sqlite")
+            try:
+                await llm.preflight()
+            finally:
+                await llm.aclose()
+        asked = [r for r in server.records if r.schema_name == "preflight"]
+    assert len(asked) == 1  # the second preflight was answered from the cache

@@ -14,7 +14,6 @@ from combee.errors import (
     CombeeError,
     EndpointError,
     InvalidReplyError,
-    LLMCallError,
 )
 from combee.llm.accounting import Accounting, CallRecord, Prices
 from combee.llm.cache import ResponseCache, cache_key
@@ -26,6 +25,7 @@ from combee.llm.guards import (
     check_limits,
     oversized_reply,
 )
+from combee.llm.preflight import run_preflight
 from combee.llm.redact import redact as redact_text
 from combee.llm.redact import without_credentials
 from combee.llm.retry import Failure, backoff_delay, classify, failure_error
@@ -39,12 +39,6 @@ from combee.llm.structured import (
 from combee.llm.types import Backend, Completion, JsonMode, JsonSchema, Message, Request, RoleUsage
 
 __all__ = ["LLM", "CallRecord", "Prices"]
-
-_PREFLIGHT_ROLE = "preflight"
-_PREFLIGHT_SCHEMA = JsonSchema(
-    name="preflight",
-    schema={"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
-)
 
 
 class LLM:
@@ -212,51 +206,9 @@ class LLM:
 
     async def preflight(self) -> None:
         """One tiny call, so a wrong URL, key or model fails before any work starts: with
-        ``json_schema`` a structured one, which also checks that schemas are honoured."""
-        if self._json_mode == "json_schema":
-            await self._preflight_json_schema()
-            return
-        request = Request.build(
-            [{"role": "user", "content": "Reply with OK."}], max_tokens=1, seed=self._seed
-        )
-        try:
-            await self._attempts(request, _PREFLIGHT_ROLE, time.perf_counter(), preflight=True)
-        except EndpointError:
-            raise
-        except LLMCallError as error:
-            raise EndpointError(
-                f"the LLM endpoint at {self._shown_url or self.model} failed a test call: {error}"
-            ) from None
-
-    async def _preflight_json_schema(self) -> None:
-        """Servers without ``json_schema`` response formats (llama.cpp's) answer 400: say so
-        before any work starts, with the setting that fixes it. The reply must be the object
-        asked for: a server that answers 200 with no content would fail every call."""
-        request = self._request(
-            [{"role": "user", "content": 'Reply with {"ok": true}.'}], 0.0, 16, _PREFLIGHT_SCHEMA
-        )
-        try:
-            completion = await self._attempts(
-                request, _PREFLIGHT_ROLE, time.perf_counter(), preflight=True
-            )
-        except EndpointError:
-            raise
-        except LLMCallError as error:
-            raise EndpointError(
-                f"the LLM endpoint at {self._shown_url or self.model} refused a structured-output "
-                f"call ({error}). If the server lacks response_format type json_schema, set "
-                "json_mode='json_object_schema' (llama.cpp server) or json_mode='json_object'",
-                setting="json_mode",
-            ) from None
-        value, problem = self._check(completion.text, _PREFLIGHT_SCHEMA)
-        if value is None:
-            shown = completion.text.strip()[:120] or "no content"
-            raise EndpointError(
-                f"the LLM endpoint at {self._shown_url or self.model} answered a structured test "
-                f"call with {shown!r} ({problem}); every call of the run would fail the same way. "
-                "Check that the model supports structured output, or set json_mode",
-                setting="json_mode",
-            )
+        ``json_schema`` a structured one, which also checks that schemas are honoured. A reply
+        already in the response cache (a rerun against the same endpoint) answers it."""
+        await run_preflight(self)
 
     async def aclose(self) -> None:
         try:
@@ -314,17 +266,21 @@ class LLM:
             return None, f"the JSON does not match the schema '{schema.name}' {problem}"
         return value, None
 
-    async def _call(self, request: Request, role: str) -> tuple[Completion, str | None]:
+    async def _call(
+        self, request: Request, role: str, *, preflight: bool = False
+    ) -> tuple[Completion, str | None]:
         """A completion from the cache or the backend, and its cache key (None: no cache)."""
         start = time.perf_counter()
         if self._cache is None:
-            return self._cleaned(await self._attempts(request, role, start), request, role), None
+            completion = await self._attempts(request, role, start, preflight=preflight)
+            return self._cleaned(completion, request, role), None
         key = cache_key(
             request, model=self.model, base_url=self._base_url, json_mode=self._json_mode
         )
         hit = await self._cache.get(key)
         if hit is None:
-            return self._cleaned(await self._attempts(request, role, start), request, role), key
+            completion = await self._attempts(request, role, start, preflight=preflight)
+            return self._cleaned(completion, request, role), key
         self._accounting.cache_hit(role)
         self._accounting.calls.append(
             CallRecord(role, start, start, time.perf_counter(), True, 0, None)
