@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
+from combee.errors import ConfigError
 from combee.llm.connect import Endpoint
 from combee.llm.guards import MAX_FAILURES_IN_A_ROW
 
@@ -54,6 +57,21 @@ MaxFailedShare = Annotated[
 MaxFailuresInARow = Annotated[
     int,
     typer.Option(help="Stop the run when this many LLM calls in a row fail for good (0: never)."),
+]
+ExecutorName = Annotated[
+    str,
+    typer.Option(
+        "--executor",
+        help="Where rollouts and reflections run: asyncio (this process) | ray (a Ray cluster).",
+    ),
+]
+RayAddress = Annotated[
+    str | None,
+    typer.Option(
+        envvar="RAY_ADDRESS",
+        help="Ray cluster to join with --executor ray (default: a local one).",
+        show_default=False,
+    ),
 ]
 Client = Annotated[
     str, typer.Option(help="HTTP client: openai (the SDK) | lean (same wire format, less CPU).")
@@ -113,6 +131,23 @@ def endpoint(
         redact=redact,
         max_failures_in_a_row=max_failures_in_a_row or None,
     )
+
+
+@contextmanager
+def executor(name: str, ray_address: str | None) -> Iterator[Any]:
+    """The executor ``--executor`` names (None: the library's default), closed at the end."""
+    if name == "asyncio":
+        yield None
+        return
+    if name != "ray":
+        raise ConfigError(f"{name!r} is not asyncio or ray", setting="executor")
+    from combee.exec import RayExecutor
+
+    pool = RayExecutor(ray_address)
+    try:
+        yield pool
+    finally:
+        pool.close()
 
 
 def batch_size_value(text: str) -> int | str:

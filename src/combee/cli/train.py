@@ -92,6 +92,8 @@ def train_command(
     seed: opt.Seed = 0,
     out: Annotated[Path, typer.Option(help="Run directory.")] = Path("runs/latest"),
     overwrite: Annotated[bool, typer.Option(help="Reuse an --out holding a finished run.")] = False,
+    executor: opt.ExecutorName = "asyncio",
+    ray_address: opt.RayAddress = None,
     resume: opt.Resume = None,
 ) -> None:
     """Learn a playbook (or a GEPA system prompt) on a task and evaluate it on the test slice."""
@@ -110,20 +112,20 @@ def train_command(
             max_failures_in_a_row=max_failures_in_a_row,
         )  # fmt: skip
         try:
-            return await train_async(
-                task, method=method, strategy=strategy, batch_size=size, llm=llm,
-                epochs=epochs, run_dir=out, overwrite=overwrite, observers=[progress],
-                seed=seed, data=data, scorer=scorer, train_limit=train_limit,
-                val_limit=val_limit, test_limit=test_limit, val_every=val_every,
-                max_failed_share=max_failed_share,
-                duplication=duplication, fan_in=fan_in, top_k=top_k,
-                max_batch_size=max_batch_size, tau=tau,
-                reprofile=reprofile, token_budget=token_budget or None,
-                temperature=temperature, max_tokens=max_tokens, dedup=dedup,
-                max_metric_calls=max_metric_calls, initial_context=initial_playbook,
-                screen=screen,
-                baseline=baseline,
-            )  # fmt: skip
+            with opt.executor(executor, ray_address) as pool:
+                return await train_async(
+                    task, method=method, strategy=strategy, batch_size=size, llm=llm,
+                    epochs=epochs, run_dir=out, overwrite=overwrite, observers=[progress],
+                    seed=seed, data=data, scorer=scorer, train_limit=train_limit,
+                    val_limit=val_limit, test_limit=test_limit, val_every=val_every,
+                    max_failed_share=max_failed_share,
+                    duplication=duplication, fan_in=fan_in, top_k=top_k,
+                    max_batch_size=max_batch_size, tau=tau,
+                    reprofile=reprofile, token_budget=token_budget or None,
+                    temperature=temperature, max_tokens=max_tokens, dedup=dedup,
+                    max_metric_calls=max_metric_calls, initial_context=initial_playbook,
+                    screen=screen, baseline=baseline, executor=pool,
+                )  # fmt: skip
         finally:
             progress.close()
 

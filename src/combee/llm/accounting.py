@@ -75,6 +75,15 @@ class Accounting:
         usage.calls += 1
         usage.failed_calls += 1
 
+    def absorb(self, role: str, other: RoleUsage) -> None:
+        """Add usage spent elsewhere (calls made by a copy of this client in another process)."""
+        usage = self.role(role)
+        for name in ("calls", "failed_calls", "cached_calls", "retries", "reasks",
+                     "prompt_tokens", "completion_tokens", "latency_s", "cost"):  # fmt: skip
+            setattr(usage, name, getattr(usage, name) + getattr(other, name))
+        for kind, count in other.retries_by_kind.items():
+            usage.retries_by_kind[kind] = usage.retries_by_kind.get(kind, 0) + count
+
     def retried(self, role: str, kind: str) -> None:
         usage = self.role(role)
         usage.retries += 1

@@ -6,12 +6,13 @@ import asyncio
 import random
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from combee.errors import (
     CombeeError,
+    ConfigError,
     EndpointError,
     InvalidReplyError,
 )
@@ -93,6 +94,8 @@ class LLM:
         self._redact = redact
         self.redacted: Counter[str] = Counter()
         """Secret-like strings replaced so far, by kind."""
+        self.endpoint: Any = None
+        """The :class:`combee.llm.Endpoint` this client was made from, when it was."""
         self.settings: dict[str, object] = {
             "model": backend.model,
             "base_url": self._shown_url,
@@ -106,6 +109,23 @@ class LLM:
             "max_failures_in_a_row": max_failures_in_a_row,
         }
         """How this client was set up, as recorded in a run's config.json (never a key)."""
+
+    def absorb(self, usage: Mapping[str, RoleUsage]) -> None:
+        """Count usage that copies of this client spent in other processes (Ray workers)."""
+        for role, spent in usage.items():
+            self._accounting.absorb(role, spent)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """A copy for another process (a Ray worker): the same endpoint, connected there on
+        first use, without the response cache (a file on this machine)."""
+        endpoint = self.endpoint
+        if endpoint is None:
+            raise ConfigError(
+                "this client cannot be sent to another process: make it with "
+                "combee.llm.connect or a combee.llm.Endpoint",
+                setting="llm",
+            )
+        return (endpoint.without_cache().connect, ())
 
     @property
     def concurrency(self) -> int:

@@ -6,6 +6,7 @@ goes through here, so a setting means the same thing everywhere.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -76,6 +77,9 @@ class Endpoint:
         check_limits(self.concurrency, self.max_retries, self.timeout_s, self.max_failures_in_a_row)
         _prices(self.prices)
 
+    def without_cache(self) -> Endpoint:
+        return dataclasses.replace(self, cache=None)
+
     def connect(self) -> LLM:
         """A new client for this endpoint; close it with ``await llm.aclose()``."""
         mode = _json_mode(self.json_mode)
@@ -100,6 +104,7 @@ class Endpoint:
             redact=self.redact,
             max_failures_in_a_row=self.max_failures_in_a_row,
         )
+        llm.endpoint = self  # so a copy can be made in another process (see LLM.__reduce__)
         llm.settings["model"] = self.model
         llm.settings["served_model"] = backend.model
         llm.settings["client"] = "embedded" if is_local(self.model) else self.client

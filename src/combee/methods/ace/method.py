@@ -66,6 +66,11 @@ class AceMethod:
         self.screen_lessons = screen
         """Keep out reflections that carry an instruction planted in the data."""
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy for a remote worker (rollouts and reflections only): without the near-duplicate
+        model, which only the driver's :meth:`apply` uses."""
+        return {**self.__dict__, "near_duplicates": None}
+
     async def _ask(
         self, messages: Sequence[Message], role: str, schema: JsonSchema
     ) -> dict[str, Any]:
