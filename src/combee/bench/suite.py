@@ -24,7 +24,7 @@ class BenchOptions:
     train_limit: int
     epochs: int
     seed: int
-    concurrency: int
+    concurrency: int | None
     timeout_s: float | None
     max_retries: int | None
     tau: float

@@ -35,7 +35,7 @@ class RunSpec:
     train_limit: int
     epochs: int = 1
     seed: int = 0
-    concurrency: int = 1024
+    concurrency: int | None = None
     timeout_s: float = 60.0
     max_retries: int = 4
     tau: float = DEFAULT_TAU

@@ -29,7 +29,10 @@ def bench_command(
     train_limit: Annotated[int, typer.Option(help="Formula training samples.")] = 500,
     epochs: Annotated[int, typer.Option()] = 1,
     seed: Annotated[int, typer.Option()] = 0,
-    concurrency: Annotated[int, typer.Option(help="Client limit on calls in flight.")] = 1024,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(help="Client limit on calls in flight (default: follows the batch)."),
+    ] = None,
     timeout: Annotated[float | None, typer.Option(help="Seconds per call attempt.")] = None,
     max_retries: Annotated[int | None, typer.Option(help="Retries per call.")] = None,
     tau: Annotated[float, typer.Option(help="auto: see combee train --tau.")] = DEFAULT_TAU,
