@@ -9,31 +9,49 @@ web tokens, credentials in URLs, ``password=...``-style assignments and e-mail a
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+_PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
+    # (kind, literals one of which a match must contain, pattern): a text with none of the
+    # literals is not searched, which keeps redaction cheap on long prompts.
     (
         "private-key",
+        ("PRIVATE KEY",),
         re.compile(
             r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)",
             re.DOTALL,
         ),
     ),
-    ("api-key", re.compile(r"\b(?:sk|pk|rk)[-_](?:live|test|proj|ant)[-_][A-Za-z0-9_\-]{16,}")),
-    ("api-key", re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}")),
-    ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})")),
-    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}")),
-    ("aws-key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("google-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
-    ("hf-token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
-    ("url-credentials", re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)")),
+    (
+        "api-key",
+        ("live", "test", "proj", "ant"),
+        re.compile(r"\b(?:sk|pk|rk)[-_](?:live|test|proj|ant)[-_][A-Za-z0-9_\-]{16,}"),
+    ),
+    ("api-key", ("sk-",), re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}")),
+    (
+        "github-token",
+        ("gh", "github_pat_"),
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})"),
+    ),
+    ("slack-token", ("xox",), re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}")),
+    ("aws-key", ("AKIA", "ASIA"), re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("google-key", ("AIza",), re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
+    ("hf-token", ("hf_",), re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
+    (
+        "jwt",
+        ("eyJ",),
+        re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+    ),
+    ("url-credentials", ("://",), re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)")),
     (
         "email",
+        ("@",),
         re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b"),
     ),
 )
+_ASSIGNMENT_WORDS = ("key", "secret", "token", "pass", "pwd", "auth")
 _ASSIGNMENT = re.compile(
     r"(?i)\b(api[_-]?key|secret|token|password|passwd|pwd|access[_-]?key|auth)"
     r"(['\"]?\s*[:=]\s*['\"]?)([^\s,;\"'\\]{6,})"
@@ -45,14 +63,29 @@ def redact(text: str, counts: Counter[str] | None = None) -> str:
     the number of replacements of each kind."""
     if not text:
         return text
-    for kind, pattern in _PATTERNS:
-        text, found = pattern.subn(f"[REDACTED:{kind}]", text)
-        if found and counts is not None:
-            counts[kind] += found
-    text, found = _ASSIGNMENT.subn(r"\1\2[REDACTED:secret]", text)
-    if found and counts is not None:
-        counts["secret"] += found
-    return text
+    cleaned, found = _redacted(text)
+    if counts is not None:
+        counts.update(dict(found))
+    return cleaned
+
+
+@functools.lru_cache(maxsize=1024)
+def _redacted(text: str) -> tuple[str, tuple[tuple[str, int], ...]]:
+    """``text`` redacted and the replacements by kind; prompts repeat (a system prompt, a
+    playbook), so each distinct text is searched once."""
+    found: Counter[str] = Counter()
+    for kind, literals, pattern in _PATTERNS:
+        if not any(literal in text for literal in literals):
+            continue
+        text, count = pattern.subn(f"[REDACTED:{kind}]", text)
+        if count:
+            found[kind] += count
+    lowered = text.lower()
+    if any(word in lowered for word in _ASSIGNMENT_WORDS):
+        text, count = _ASSIGNMENT.subn(r"\1\2[REDACTED:secret]", text)
+        if count:
+            found["secret"] += count
+    return text, tuple(found.items())
 
 
 def without_credentials(url: str | None) -> str | None:
