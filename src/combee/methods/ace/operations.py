@@ -27,6 +27,7 @@ budget smaller than its headers.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections import Counter
@@ -78,7 +79,10 @@ class _Rejected(Exception):
         self.code = code
 
 
+@functools.lru_cache(maxsize=65536)
 def _dedup_key(text: str) -> str:
+    # Cached: every operation compares its text with every bullet's, and a bullet's text is
+    # the same from one comparison to the next.
     return normalize_content(text).casefold()
 
 
