@@ -33,6 +33,7 @@ from combee.llm.retry import Failure, backoff_delay, classify, failure_error
 from combee.llm.screening import planted_kind
 from combee.llm.structured import (
     SchemaValidators,
+    in_system_prompt,
     parse_json_reply,
     reask_message,
     schema_instruction,
@@ -75,6 +76,7 @@ class LLM:
         self._follows_run = concurrency is None
         self._max_concurrency = max_concurrency
         self._semaphore = asyncio.Semaphore(self._limit)
+        self._paused_until = 0.0
         self._max_retries = max_retries
         self._timeout_s = timeout_s
         self._backoff_base_s = backoff_base_s
@@ -267,14 +269,7 @@ class LLM:
                 self._instructions.clear()
             entry = (schema, schema_instruction(schema))
             self._instructions[id(schema)] = entry
-        instruction = entry[1]
-        result: list[Message] = list(messages)
-        for index in range(len(result) - 1, -1, -1):
-            if result[index]["role"] == "system":
-                content = result[index]["content"]
-                result[index] = {"role": "system", "content": f"{content}\n\n{instruction}"}
-                return result
-        return [{"role": "system", "content": instruction}, *result]
+        return in_system_prompt(messages, entry[1])
 
     def _check(self, text: str, schema: JsonSchema) -> tuple[dict[str, Any] | None, str | None]:
         try:
@@ -334,6 +329,10 @@ class LLM:
         while True:
             failure: Failure | None = None
             async with self._semaphore:
+                # A 429 pauses every call of this client, not only the one that got it.
+                pause = self._paused_until - time.monotonic()
+                if pause > 0:
+                    await asyncio.sleep(pause)
                 if sent is None:
                     sent = time.perf_counter()
                 attempts += 1
@@ -368,15 +367,16 @@ class LLM:
                     )
                 )
             self._accounting.retried(role, failure.kind)
-            await asyncio.sleep(
-                backoff_delay(
-                    attempts - 1,
-                    failure,
-                    base_s=self._backoff_base_s,
-                    max_s=self._backoff_max_s,
-                    rng=self._rng,
-                )
+            delay = backoff_delay(
+                attempts - 1,
+                failure,
+                base_s=self._backoff_base_s,
+                max_s=self._backoff_max_s,
+                rng=self._rng,
             )
+            if failure.kind == "429":
+                self._paused_until = max(self._paused_until, time.monotonic() + delay)
+            await asyncio.sleep(delay)
         if self._prices is not None:
             cost = self._prices.cost(completion.prompt_tokens, completion.completion_tokens)
             completion = replace(completion, cost=cost)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
-from combee.llm.types import JsonSchema
+from combee.llm.types import JsonSchema, Message
 
 # strict=False: a raw newline or tab inside a string (small models write them, and a grammar
 # does not always stop them) is kept as text rather than failing the whole reply.
@@ -94,3 +94,14 @@ def reask_message(error: str) -> str:
         f"Your previous reply was not valid: {error}\n"
         "Answer again with the corrected JSON object only, no prose and no code fences."
     )
+
+
+def in_system_prompt(messages: Sequence[Message], instruction: str) -> list[Message]:
+    """``messages`` with ``instruction`` appended to the last system message (or a new one)."""
+    result: list[Message] = list(messages)
+    for index in range(len(result) - 1, -1, -1):
+        if result[index]["role"] == "system":
+            content = result[index]["content"]
+            result[index] = {"role": "system", "content": f"{content}\n\n{instruction}"}
+            return result
+    return [{"role": "system", "content": instruction}, *result]
