@@ -217,13 +217,11 @@ class LocalBackend:
         usage: Mapping[str, Any] = reply.get("usage") or {}
         if latency > SLOW_CALL_S and not self._advised:
             self._advised = True
-            written = int(usage.get("completion_tokens", 0))
-            logger.warning(
-                "%s",
-                slow_call_advice(
-                    self.model, label, latency, written, request.max_tokens, self.n_threads
-                ),
+            tokens = (int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)))
+            advice = slow_call_advice(
+                self.model, label, latency, tokens, request.max_tokens, self.n_threads
             )
+            logger.warning("%s", advice)
         return Completion(
             text=str(choice["message"].get("content") or ""),
             prompt_tokens=int(usage.get("prompt_tokens", 0)),

@@ -51,30 +51,37 @@ class CallWatch:
 
     def _report(self) -> None:
         started = time.perf_counter()
-        first = last = self._tokens_now()
+        last = self._tokens_now()
+        gained = 0  # the context shrinks to a cached prefix as a call starts: count only growth
         while not self._done.wait(self._every_s):
             now = self._tokens_now()
+            step = max(0, now - last)
+            gained += step
+            last = now
             elapsed = time.perf_counter() - started
             logger.info(
-                "%s: %.0f s so far, %d tokens in the model's context (+%d since the call began, "
-                "%.1f tokens/s; +%d in the last %.0f s)",
-                self._label, elapsed, now, now - first, (now - first) / elapsed, now - last,
-                self._every_s,
+                "%s: %.0f s so far, %d tokens in the model's context (%d processed, "
+                "%.1f tokens/s; %d in the last %.0f s)",
+                self._label, elapsed, now, gained, gained / elapsed, step, self._every_s,
             )  # fmt: skip
-            last = now
 
 
 def slow_call_advice(
-    model: str, role: str, seconds: float, completion_tokens: int, max_tokens: int, threads: int
+    model: str,
+    what: str,
+    seconds: float,
+    tokens: tuple[int, int],
+    max_tokens: int,
+    threads: int,
 ) -> str:
-    """The warning for a call that took ``seconds``: the measured speed and what to change."""
-    rate = completion_tokens / seconds if seconds > 0 else 0.0
-    longest = f", so a reply of max_tokens={max_tokens} can take {max_tokens / rate / 60:.0f} min"
+    """The warning for a call that took ``seconds`` (``tokens``: prompt and reply tokens): the
+    measured work and what to change."""
+    prompt, written = tokens
     return (
-        f"the embedded model {model} took {seconds:.0f} s for one {role} call "
-        f"({completion_tokens} tokens written, {rate:.1f} tokens/s overall on {threads} "
-        f"thread(s){longest if rate > 0 else ''}). Calls of the embedded model run one at a "
-        "time on this CPU: for a faster run lower max_tokens or the batch size, use "
-        "local:smollm2 (faster, weaker), set COMBEE_LOCAL_THREADS to the free cores, or point "
-        "base_url at a served model"
+        f"the embedded model {model} took {seconds:.0f} s for one {what} ({prompt} prompt "
+        f"tokens read, {written} written, on {threads} thread(s); replies may run to "
+        f"max_tokens={max_tokens}). Calls of the embedded model run one at a time on this CPU: "
+        "for a faster run lower max_tokens or the batch size, use local:smollm2 (faster, "
+        "weaker), set COMBEE_LOCAL_THREADS to the free cores, or point base_url at a served "
+        "model"
     )
