@@ -57,7 +57,12 @@ def test_a_killed_gepa_run_continues_and_ends_as_an_uninterrupted_one(
     other = run_combee(*gepa_args(server, data, killed, seed=1))
     message = " ".join(other.stderr.split())
     assert other.returncode == 1 and "seed: 0 there, 1 here" in message
-    assert iterations(killed) == done
+    args = gepa_args(server, data, killed)
+    task = args.index("jsonl")
+    other_task = run_combee(*args[:task], "formula", *args[task + 3 :])  # without --data
+    message = " ".join(other_task.stderr.split())
+    assert other_task.returncode == 1 and "task: " in message and '"formula" here' in message
+    assert iterations(killed) == done  # the refusals touched nothing
 
     resumed = run_combee(*gepa_args(server, data, killed))
     assert resumed.returncode == 0, resumed.stderr
