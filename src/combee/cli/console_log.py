@@ -12,11 +12,16 @@ from rich.markup import escape
 
 PROGRESS_LOGGER = "combee.llm.local"
 
+MAX_WARNINGS_SHOWN = 20
+"""Warnings printed per command; the rest (a failing endpoint can cause one per sample) stay in
+the run's ``run.log``."""
+
 
 class ConsoleLog(logging.Handler):
     def __init__(self, console: Console) -> None:
         super().__init__()
         self.console = console
+        self.warnings = 0
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -24,7 +29,11 @@ class ConsoleLog(logging.Handler):
         except (TypeError, ValueError):
             message = escape(str(record.msg))
         if record.levelno >= logging.WARNING:
-            self.console.print(f"[yellow]warning:[/] {message}", highlight=False)
+            self.warnings += 1
+            if self.warnings <= MAX_WARNINGS_SHOWN:
+                self.console.print(f"[yellow]warning:[/] {message}", highlight=False)
+            elif self.warnings == MAX_WARNINGS_SHOWN + 1:
+                self.console.print("[yellow]warning:[/] more warnings are written to run.log only")
         elif record.name.startswith(PROGRESS_LOGGER):
             self.console.print(f"[dim]{message}[/]", highlight=False)
 
