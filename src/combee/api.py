@@ -76,6 +76,7 @@ async def train_async(
     test_limit: int | None = None,
     val_every: int = 0,
     max_failed_share: float = 0.5,
+    pipeline: bool = False,
     duplication: int = 2,
     fan_in: int = 32,
     top_k: int | None = None,
@@ -114,11 +115,18 @@ async def train_async(
     ``screen`` (ACE): keep out reflections that carry an instruction planted in the data (the
     count by kind is in the metrics as ``screened_out``). ``max_failed_share``: the run stops
     with :class:`combee.errors.RunFailedError` when an iteration loses more than this share of
-    its samples to failed calls. ``dedup``
+    its samples to failed calls. ``pipeline``: map each next batch while this one is reduced,
+    against a context one update old (fixed batch sizes; ``staleness`` in the metrics). ``dedup``
     (ACE): fold a new lesson that repeats a bullet in other words into it, by embedding
     similarity (None: on when the ``embed`` extra is installed, unless ``COMBEE_DEDUP=0``).
     """
     epochs = whole(epochs, "epochs", least=1)
+    if pipeline and not isinstance(batch_size, int):
+        raise ConfigError(
+            f"needs a fixed batch size (got batch_size={batch_size!r}): the next batch is drawn "
+            "before this one's time is known",
+            setting="pipeline",
+        )
     if not 0.0 <= finite(max_failed_share, "max_failed_share", least=0.0) <= 1.0:
         raise ConfigError(
             f"must be from 0 to 1 (got {max_failed_share})", setting="max_failed_share"
@@ -184,6 +192,7 @@ async def train_async(
             "test_limit": test_limit,
             "val_every": val_every,
             "max_failed_share": max_failed_share,
+            "pipeline": pipeline,
             "duplication": duplication,
             "fan_in": fan_in,
             "top_k": top_k,
@@ -240,6 +249,7 @@ async def train_async(
                     seed=seed,
                     val_every=val_every,
                     max_failed_share=max_failed_share,
+                    pipeline=pipeline,
                 ),
                 baseline=baseline,
                 client=client,

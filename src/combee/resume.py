@@ -25,7 +25,7 @@ TRAIN_SETTINGS = (
     "method", "strategy", "batch_size", "epochs", "seed", "data", "scorer", "train_limit",
     "val_limit", "test_limit", "val_every", "max_failed_share", "duplication", "fan_in",
     "top_k", "max_batch_size", "tau", "reprofile", "token_budget", "temperature", "max_tokens",
-    "dedup", "screen", "max_metric_calls", "baseline",
+    "dedup", "screen", "max_metric_calls", "baseline", "pipeline",
 )  # fmt: skip
 """Settings of ``config.json`` that :func:`combee.train` takes under the same name."""
 

@@ -92,6 +92,10 @@ def train_command(
     seed: opt.Seed = 0,
     out: Annotated[Path, typer.Option(help="Run directory.")] = Path("runs/latest"),
     overwrite: Annotated[bool, typer.Option(help="Reuse an --out holding a finished run.")] = False,
+    pipeline: Annotated[
+        bool,
+        typer.Option(help="Map the next batch while this one is reduced (context 1 update old)."),
+    ] = False,
     executor: opt.ExecutorName = "asyncio",
     ray_address: opt.RayAddress = None,
     resume: opt.Resume = None,
@@ -124,7 +128,7 @@ def train_command(
                     reprofile=reprofile, token_budget=token_budget or None,
                     temperature=temperature, max_tokens=max_tokens, dedup=dedup,
                     max_metric_calls=max_metric_calls, initial_context=initial_playbook,
-                    screen=screen, baseline=baseline, executor=pool,
+                    screen=screen, baseline=baseline, executor=pool, pipeline=pipeline,
                 )  # fmt: skip
         finally:
             progress.close()

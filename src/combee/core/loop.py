@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -17,7 +18,7 @@ from combee.core.checkpoint import (
 )
 from combee.core.controller import BatchDecision
 from combee.core.evaluate import Evaluation, SampleFailure, evaluate
-from combee.core.executor import AsyncioExecutor, Executor
+from combee.core.executor import AsyncioExecutor, Executor, MapOutcome
 from combee.core.types import Method, ReduceTrace, Reflection, Strategy, Trajectory
 from combee.errors import ConfigError, RunFailedError
 from combee.tasks.base import Sample, Score
@@ -54,6 +55,10 @@ class LoopConfig:
     max_failed_share: float = 0.5
     """The run stops with :class:`RunFailedError` when an iteration loses more than this share
     of its samples to failed calls (1.0: never)."""
+    pipeline: bool = False
+    """Start the next batch's map (rollouts and reflections) as soon as this batch's map is done,
+    against this batch's starting context, so it overlaps this batch's reduce: each pipelined
+    batch learns from a context one update old (``staleness`` 1 in its report)."""
 
 
 @dataclass
@@ -207,25 +212,49 @@ async def train(
             order = list(train_samples)
             rng.shuffle(order)
             position = 0
+        ahead: tuple[list[Sample], asyncio.Task[list[MapOutcome]]] | None = None
         while position < len(order):
-            size = schedule.next_size(epoch=epoch, remaining=len(order) - position)
-            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-                raise ConfigError(
-                    f"schedule {type(schedule).__name__} asked for {size!r} samples; "
-                    "a batch needs a whole number of at least 1",
-                    setting="batch_size",
-                )
-            batch = order[position : position + size]
+            mapped: asyncio.Task[list[MapOutcome]] | None = None
+            if ahead is not None:  # pipelined: this batch was mapped during the last reduce
+                batch, mapped = ahead
+                ahead = None
+            else:
+                batch = order[position : position + _next_size(schedule, epoch, order, position)]
             position += len(batch)
             iteration += 1
             watch.on_iteration_start(epoch, iteration, len(batch))
-            report = await _iteration(
-                method, strategy, context, batch, (epoch, iteration), watch, run_on, score
-            )
+
+            def map_ahead(
+                start: C = context,
+                at: int = position,
+                epoch: int = epoch,
+                order: list[Sample] = order,
+            ) -> None:
+                nonlocal ahead
+                if config.pipeline and at < len(order):
+                    upcoming = order[at : at + _next_size(schedule, epoch, order, at)]
+                    ahead = (upcoming, asyncio.ensure_future(run_on.map(
+                        method, start, upcoming, reflect=True, score=score,
+                        on_done=watch.on_sample_done,
+                    )))  # fmt: skip
+
+            try:
+                report = await _iteration(
+                    method, strategy, context, batch, (epoch, iteration), watch, run_on, score,
+                    mapped=mapped, after_map=map_ahead,
+                )  # fmt: skip
+            except BaseException:
+                if ahead is not None:
+                    ahead[1].cancel()
+                raise
+            if config.pipeline:
+                report.extra["staleness"] = 0 if mapped is None else 1
             schedule.record(size=len(batch), wall_s=report.wall_s)
             context = report.context
             all_failures.extend(report.failures)
             if len(report.failures) > config.max_failed_share * len(batch):
+                if ahead is not None:
+                    ahead[1].cancel()
                 watch.on_iteration_end(report)  # what it did learn is kept
                 raise _too_many_failures(report, config.max_failed_share)
             epoch_done = position >= len(order)
@@ -270,6 +299,17 @@ async def train(
     )
 
 
+def _next_size(schedule: BatchSchedule, epoch: int, order: Sequence[Sample], at: int) -> int:
+    size = schedule.next_size(epoch=epoch, remaining=len(order) - at)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ConfigError(
+            f"schedule {type(schedule).__name__} asked for {size!r} samples; "
+            "a batch needs a whole number of at least 1",
+            setting="batch_size",
+        )
+    return size
+
+
 def _too_many_failures(report: IterationReport[Any, Any], share: float) -> RunFailedError:
     first = report.failures[0]
     return RunFailedError(
@@ -288,12 +328,21 @@ async def _iteration(
     watch: LoopObserver,
     executor: Executor,
     score: Callable[[str, Sample], Score],
+    *,
+    mapped: Awaitable[list[MapOutcome]] | None = None,
+    after_map: Callable[[], None] | None = None,
 ) -> IterationReport[C, U]:
+    """One batch: its map (or the one already ``mapped``), then ``after_map`` (the pipeline
+    starts the next batch there), tally, reduce and apply."""
     started = time.perf_counter()
     watch.on_phase("generate + reflect")
-    outcomes = await executor.map(
-        method, snapshot, batch, reflect=True, score=score, on_done=watch.on_sample_done
-    )
+    if mapped is None:
+        mapped = executor.map(
+            method, snapshot, batch, reflect=True, score=score, on_done=watch.on_sample_done
+        )
+    outcomes = await mapped
+    if after_map is not None:
+        after_map()
     trajectories = [o.trajectory for o in outcomes if o.trajectory is not None]
     reflections: list[Reflection] = [o.reflection for o in outcomes if o.reflection is not None]
     failures = [o.failure for o in outcomes if o.failure is not None]

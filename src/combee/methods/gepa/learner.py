@@ -165,6 +165,8 @@ class GepaLearner:
         config: LoopConfig,
         resume: LoopState[str] | None = None,
     ) -> TrainResult[str]:
+        if config.pipeline:
+            raise ConfigError("is for ACE runs: GEPA runs gepa's own loop", setting="pipeline")
         runner = LoopRunner(asyncio.get_running_loop())
         # Without validation samples gepa validates on the training set; distinct objects let the
         # adapter tell a validation pass from a minibatch by identity.
