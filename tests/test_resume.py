@@ -126,3 +126,14 @@ async def test_an_interrupted_learn_run_continues_after_its_last_iteration(
         await llm.aclose()
     assert iterations(tmp_path / "cut") == [1, 2, 3, 4]
     assert resumed.text == whole.text
+
+
+def test_a_setting_added_since_the_run_started_counts_only_when_it_is_on() -> None:
+    from combee.runs.checkpoint import config_differences
+
+    saved = {"seed": 0, "endpoint": {"model": "m"}}
+    assert config_differences(saved, {**saved, "pipeline": False}) == []
+    assert config_differences(saved, {**saved, "pipeline": True}) == [
+        "pipeline: null there, true here"
+    ]
+    assert config_differences(saved, {**saved, "seed": 1}) == ["seed: 0 there, 1 here"]

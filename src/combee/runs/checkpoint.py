@@ -144,4 +144,6 @@ def config_differences(saved: Mapping[str, Any], config: Mapping[str, Any]) -> l
         f"{key}: {json.dumps(there.get(key))} there, {json.dumps(now.get(key))} here"
         for key in sorted(set(there) | set(now))
         if there.get(key) != now.get(key)
+        # A setting that a later version added, left off here, is what the earlier run did.
+        and not (key not in there and now.get(key) in (None, False))
     ]
