@@ -12,6 +12,7 @@ from rich.console import Console
 
 from combee.cli import options as opt
 from combee.cli.app import DEFAULT_MODEL, app, err, fail, run
+from combee.cli.compare_settings import merged
 from combee.cli.flags import cli_message
 from combee.cli.progress import ConsoleProgress
 from combee.cli.report import guarded, print_report
@@ -19,93 +20,7 @@ from combee.core.controller import DEFAULT_MAX_BATCH_SIZE, DEFAULT_TAU
 from combee.errors import CombeeError
 from combee.llm.connect import Endpoint
 from combee.report import Cell, CellResult, CompareObserver, CompareResult, compare_async
-from combee.report.spec import GridSpec, load_spec
-
-TRAIN_FLAGS = {
-    "method": "method",
-    "epochs": "epochs",
-    "train_limit": "train_limit",
-    "val_limit": "val_limit",
-    "test_limit": "test_limit",
-    "val_every": "val_every",
-    "duplication": "duplication",
-    "fan_in": "fan_in",
-    "max_batch_size": "max_batch_size",
-    "tau": "tau",
-    "token_budget": "token_budget",
-    "temperature": "temperature",
-    "max_tokens": "max_tokens",
-    "max_metric_calls": "max_metric_calls",
-    "data": "data",
-    "scorer": "scorer",
-    "initial_playbook": "initial_context",
-    "baseline": "baseline",
-}
-"""Flags that set a ``combee.train`` keyword (flag parameter -> keyword)."""
-ENDPOINT_FLAGS = {
-    "model": "model",
-    "base_url": "base_url",
-    "api_key_env": "api_key_env",
-    "json_mode": "json_mode",
-    "client": "client",
-    "concurrency": "concurrency",
-    "timeout": "timeout_s",
-    "max_retries": "max_retries",
-}
-"""Flags that set an :class:`Endpoint` field (flag parameter -> field)."""
-
-
-def _csv(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def _sizes(text: str) -> list[int | str]:
-    return [int(p) if p.lstrip("-").isdigit() else p for p in _csv(text)]
-
-
-def _seeds(text: str) -> list[int | str]:
-    return [int(p) if p.lstrip("-").isdigit() else p for p in _csv(text)]
-
-
-def merged(ctx: typer.Context, flags: dict[str, Any], spec: GridSpec | None) -> dict[str, Any]:
-    """The grid's settings: a flag given on the command line wins over the spec, the spec over
-    the flag's default (or its environment variable)."""
-
-    def given(name: str) -> bool:
-        source = ctx.get_parameter_source(name)
-        return source is not None and source.name == "COMMANDLINE"
-
-    spec = spec or GridSpec(path=Path())
-    grid_values: dict[str, Any] = {
-        "task": spec.task,
-        "strategies": spec.strategies,
-        "batch_sizes": spec.batch_sizes,
-        "seeds": spec.seeds,
-        "out": spec.out,
-    }
-    parsers = {"strategies": _csv, "batch_sizes": _sizes, "seeds": _seeds}
-    settings: dict[str, Any] = {}
-    for name, value in grid_values.items():
-        if given(name) or value is None:
-            parse = parsers.get(name)
-            settings[name] = parse(flags[name]) if parse is not None else flags[name]
-        else:
-            settings[name] = value
-    train = dict(spec.settings)
-    for name, keyword in TRAIN_FLAGS.items():
-        if given(name) or keyword not in train:
-            train[keyword] = flags[name]
-    if train.get("token_budget") == 0:
-        train["token_budget"] = None
-    endpoint = dict(spec.endpoint)
-    for name, field_name in ENDPOINT_FLAGS.items():
-        if given(name) or field_name not in endpoint:
-            endpoint[field_name] = flags[name]
-    if given("price_prompt") or given("price_completion") or "prices" not in endpoint:
-        prompt, completion = flags["price_prompt"], flags["price_completion"]
-        given_price = prompt is not None or completion is not None
-        endpoint["prices"] = (prompt or 0.0, completion or 0.0) if given_price else None
-    return {**settings, "train": train, "endpoint": endpoint}
+from combee.report.spec import load_spec
 
 
 class CellProgress(CompareObserver):
