@@ -13,7 +13,13 @@ from combee.errors import LLMCallError
 from combee.llm.types import Completion, JsonSchema, Message
 from combee.methods.ace import AceMethod, AceUpdate, Bullet, Playbook
 from combee.methods.ace.learner import AceLearner
-from combee.methods.ace.merging import dedup, resolve_merge, union
+from combee.methods.ace.merging import (
+    LIST_KEEP_UP_TO,
+    dedup,
+    operations_of,
+    resolve_merge,
+    union,
+)
 from combee.tasks.base import Sample, Score
 
 PLAYBOOK = Playbook(
@@ -139,6 +145,7 @@ class ByReference:
         self.reply = reply
         self.error = error
         self.schemas: list[JsonSchema] = []
+        self.systems: list[str] = []
 
     async def complete_json(
         self,
@@ -151,6 +158,7 @@ class ByReference:
     ) -> tuple[dict[str, Any], Completion]:
         assert role == "merge"
         self.schemas.append(schema)
+        self.systems.append(messages[0]["content"])
         if self.error is not None:
             raise self.error
         assert self.reply is not None
@@ -173,6 +181,47 @@ async def test_method_merge_applies_the_kept_operations_verbatim() -> None:
     ]
     assert method.last_apply is not None
     assert method.last_apply.dropped == {"merge_drop": 2}
+
+
+def lessons(first: int, count: int) -> AceUpdate:
+    return AceUpdate(
+        [
+            {"type": "ADD", "section": "formulas", "content": f"Rule {n}: multiply by {n}."}
+            for n in range(first, first + count)
+        ],
+        "",
+        "curator",
+    )
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [{"combine": [{"numbers": [1, 150], "content": "Rules 1 and 150 together."}], "drop": [3]}, {}],
+    ids=["combine-and-drop", "lists-nothing"],
+)
+async def test_a_large_merge_lists_only_what_to_combine_or_drop(reply: dict[str, Any]) -> None:
+    updates = [lessons(1, 100), lessons(101, 100)]  # 200 operations: past LIST_KEEP_UP_TO
+    assert len(operations_of(updates)) > LIST_KEEP_UP_TO
+    model = ByReference(reply)
+    merged = await AceMethod(model, score, token_budget=None).merge(Playbook(), updates)
+    assert "keep" not in model.schemas[0].schema["properties"]
+    assert model.schemas[0].schema["required"] == ["combine", "drop"]
+    assert "every number you do not list is kept" in model.systems[0]
+    assert merged.source == "merge" and merged.repaired == {}
+    texts = [op["content"] for op in merged.operations]
+    if reply:
+        assert len(texts) == 198 and texts[0] == "Rules 1 and 150 together."
+        assert "Rule 3: multiply by 3." not in texts and "Rule 150: multiply by 150." not in texts
+        assert merged.dropped == {"merge_drop": 1} and merged.combined == 2
+    else:
+        assert texts == [op["content"] for op in operations_of(updates)]
+
+
+async def test_a_small_merge_still_places_every_number() -> None:
+    model = ByReference({"keep": [1, 2, 3, 4, 5], "combine": [], "drop": []})
+    await AceMethod(model, score).merge(PLAYBOOK, [FIRST, SECOND])
+    assert model.schemas[0].schema["required"] == ["keep", "combine", "drop"]
+    assert "Put every number in exactly one of keep" in model.systems[0]
 
 
 @pytest.mark.parametrize(

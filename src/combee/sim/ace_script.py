@@ -26,7 +26,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from combee.methods.ace.prompts import ALLOWED_SECTIONS_LABEL, SYSTEM_PROMPTS
+from combee.methods.ace.prompts import (
+    ALLOWED_SECTIONS_LABEL,
+    MERGE_BY_EXCEPTION_SYSTEM,
+    SYSTEM_PROMPTS,
+)
 from combee.sim.responders import echo_responder
 
 _FORMULA_RE = re.compile(r"Use formula (?P<name>.+?) to answer", re.IGNORECASE)
@@ -285,4 +289,8 @@ def ace_responder(body: Mapping[str, Any]) -> str:
     if role is None:
         return echo_responder(body)  # e.g. a client's connectivity check
     prompt = next((str(m.get("content", "")) for m in messages if m.get("role") == "user"), "")
-    return json.dumps(_ROLES[role](prompt))
+    reply = _ROLES[role](prompt)
+    system = next((str(m.get("content", "")) for m in messages if m.get("role") == "system"), "")
+    if role == "merge" and system == MERGE_BY_EXCEPTION_SYSTEM:
+        del reply["keep"]  # asked to list only what to combine or drop
+    return json.dumps(reply)

@@ -1,6 +1,9 @@
 """The merge by reference: the local updates' operations are numbered in one list, the merge
 answers which numbers to keep, which to combine under one text and which to drop, and this code
-builds the merged update from the operations themselves (kept ones copied verbatim).
+builds the merged update from the operations themselves (kept ones copied verbatim). Past
+:data:`LIST_KEEP_UP_TO` operations the merge is asked by exception: it lists only what to
+combine or drop and everything else is kept, so its reply grows with the conflicts, not with the
+lessons (a keep-list of thousands of numbers would outgrow any reply budget).
 
 A lesson is not lost to the form of the reply: numbers may arrive as ``3``, ``"3"`` or ``"#3"``;
 a number the reply does not place is kept (and counted as ``merge_unlisted``); a number placed
@@ -19,6 +22,9 @@ from typing import Any
 
 from combee.methods.ace.playbook import normalize_content
 from combee.methods.ace.update import AceUpdate
+
+LIST_KEEP_UP_TO = 128
+"""The most operations a merge is asked to list one by one (keep, combine or drop)."""
 
 _NUMBER_RE = re.compile(r"^\s*(?:#|no\.?\s*|op(?:eration)?\s*)?(\d+)\s*$", re.IGNORECASE)
 
@@ -110,8 +116,12 @@ def union(updates: Sequence[AceUpdate], reasoning: str = "") -> AceUpdate:
     )
 
 
-def resolve_merge(updates: Sequence[AceUpdate], reply: Mapping[str, Any]) -> AceUpdate | None:
-    """The merged update a by-reference reply describes, or None when it places no number."""
+def resolve_merge(
+    updates: Sequence[AceUpdate], reply: Mapping[str, Any], *, by_exception: bool = False
+) -> AceUpdate | None:
+    """The merged update a by-reference reply describes, or None when it places no number.
+    ``by_exception``: the reply lists only what to combine or drop; the rest is kept, and a
+    reply that lists nothing keeps everything."""
     operations = operations_of(updates)
     count = len(operations)
     placed: dict[int, str] = {}
@@ -130,7 +140,7 @@ def resolve_merge(updates: Sequence[AceUpdate], reply: Mapping[str, Any]) -> Ace
     for field in ("keep", "drop"):
         for number in _numbers(reply.get(field), count):
             placed.setdefault(number, field)
-    if not placed:
+    if not placed and not by_exception:
         return None
     dropped, repaired, combined = _notes(updates)
     combined += sum(1 for role in placed.values() if role == "combine")
@@ -141,7 +151,7 @@ def resolve_merge(updates: Sequence[AceUpdate], reply: Mapping[str, Any]) -> Ace
             result.append(combined_at[number])
         elif role in ("keep", None):
             result.append(dict(op))
-            if role is None:
+            if role is None and not by_exception:
                 repaired["merge_unlisted"] += 1
         elif role == "drop":
             dropped["merge_drop"] += 1

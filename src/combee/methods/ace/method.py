@@ -129,13 +129,17 @@ class AceMethod:
         if len(useful) == 1:
             return merging.carried(useful[0], idle)
         count = len(merging.operations_of(useful))
-        messages = prompts.merge_messages(context, useful, token_budget=self.token_budget)
+        by_exception = count > merging.LIST_KEEP_UP_TO
+        messages = prompts.merge_messages(
+            context, useful, token_budget=self.token_budget, by_exception=by_exception
+        )
+        schema = schemas.merge_schema(count, by_exception=by_exception)
         try:
-            reply = await self._ask(messages, "merge", schemas.merge_schema(count))
+            reply = await self._ask(messages, "merge", schema)
         except LLMCallError as error:
             log.warning("merge call failed (%s); applying the %d local updates", error, len(useful))
             return merging.carried(merging.union(useful), idle)
-        merged = merging.resolve_merge(useful, reply)
+        merged = merging.resolve_merge(useful, reply, by_exception=by_exception)
         if merged is not None and self._applies(context, merged):
             return merging.carried(merged, idle)
         # Curators only propose what is new, so a merge that keeps nothing that applies has

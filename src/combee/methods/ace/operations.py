@@ -121,6 +121,10 @@ class _Draft:
         self.near = near
         self.folded = 0
         self.bullets: dict[str, Bullet] = {b.id: b for b in playbook.bullets}
+        # Bullet ids by their content's dedup key, so that a check is one lookup, not a scan.
+        self._by_key: dict[str, set[str]] = {}
+        for bullet in playbook.bullets:
+            self._by_key.setdefault(_dedup_key(bullet.content), set()).add(bullet.id)
         self.removed: dict[int, str] = {}
         self.next_id = playbook.next_id
         self.repairs: list[tuple[str, str]] = []
@@ -175,20 +179,28 @@ class _Draft:
         return None
 
     def check_unique(self, content: str, ignore: Iterable[str] = ()) -> None:
-        key = _dedup_key(content)
-        skip = set(ignore)
-        for bullet in self.bullets.values():
-            if bullet.id not in skip and _dedup_key(bullet.content) == key:
-                raise _Rejected("duplicate", f"content duplicates bullet {bullet.id}")
+        same = self._by_key.get(_dedup_key(content), set()) - set(ignore)
+        if same:
+            first = next(b for b in self.bullets if b in same)
+            raise _Rejected("duplicate", f"content duplicates bullet {first}")
+
+    def put(self, bullet: Bullet) -> None:
+        """Adds a bullet, or replaces the bullet of the same id."""
+        old = self.bullets.get(bullet.id)
+        if old is not None:
+            self._by_key[_dedup_key(old.content)].discard(old.id)
+        self.bullets[bullet.id] = bullet
+        self._by_key.setdefault(_dedup_key(bullet.content), set()).add(bullet.id)
 
     def create(self, section: Section, content: str, helpful: int = 0, harmful: int = 0) -> str:
         bullet_id = f"{section.slug}-{self.next_id:05d}"
         self.next_id += 1
-        self.bullets[bullet_id] = Bullet(bullet_id, section.key, content, helpful, harmful)
+        self.put(Bullet(bullet_id, section.key, content, helpful, harmful))
         return bullet_id
 
     def remove(self, bullet: Bullet) -> None:
         del self.bullets[bullet.id]
+        self._by_key[_dedup_key(bullet.content)].discard(bullet.id)
         self.removed[bullet.number] = bullet.id
 
     def playbook(self) -> Playbook:
@@ -255,7 +267,7 @@ class _Draft:
                 "near_duplicate", f"repeats bullet {old.id} (similarity {similarity:.2f})"
             )
         self.repair("near_duplicate", f"repeats {old.id} ({similarity:.2f}); updates it")
-        self.bullets[old.id] = Bullet(old.id, old.section, content, old.helpful, old.harmful)
+        self.put(Bullet(old.id, old.section, content, old.helpful, old.harmful))
         return {"type": "UPDATE", "bullet_id": old.id, "content": content}
 
     def _as_add(self, op: Mapping[str, Any], code: str, named: Any) -> dict[str, Any]:
@@ -273,7 +285,7 @@ class _Draft:
             return self._as_add(op, "update_to_add", op.get("bullet_id"))
         content = self.text(op)
         self.check_unique(content, ignore=[old.id])
-        self.bullets[old.id] = Bullet(old.id, old.section, content, old.helpful, old.harmful)
+        self.put(Bullet(old.id, old.section, content, old.helpful, old.harmful))
         return {"type": "UPDATE", "bullet_id": old.id, "content": content}
 
     def _merge(self, op: Mapping[str, Any]) -> dict[str, Any]:

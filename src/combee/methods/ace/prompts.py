@@ -94,6 +94,22 @@ Reply with one JSON object and nothing else:
 {"keep": [<numbers>], "combine": [{"numbers": [<numbers>], "content": "<the combined lesson>"}], \
 "drop": [<numbers>], "reasoning": "<optional, one short sentence>"}"""
 
+MERGE_BY_EXCEPTION_SYSTEM = """\
+Several curators each proposed edit operations for the same playbook, from different groups of \
+reflections. Their operations are listed below, numbered #1, #2, ... across all the proposals. \
+Every operation is applied exactly as written unless you list it:
+
+- combine: operations that teach the same lesson, given as their numbers and one text that \
+states it best (the most precise wording, or one rule joining both).
+- drop: operations that repeat another operation or the playbook, or that conflict with a \
+better-supported operation.
+
+List only the numbers to combine or drop; every number you do not list is kept as written.
+
+Reply with one JSON object and nothing else:
+{"combine": [{"numbers": [<numbers>], "content": "<the combined lesson>"}], \
+"drop": [<numbers>], "reasoning": "<optional, one short sentence>"}"""
+
 SYSTEM_PROMPTS: dict[str, str] = {
     "generator": GENERATOR_SYSTEM,
     "reflector": REFLECTOR_SYSTEM,
@@ -171,10 +187,15 @@ def numbered_operation(number: int, operation: Mapping[str, Any]) -> str:
 
 
 def merge_messages(
-    playbook: Playbook, updates: Sequence[AceUpdate], *, token_budget: int | None
+    playbook: Playbook,
+    updates: Sequence[AceUpdate],
+    *,
+    token_budget: int | None,
+    by_exception: bool = False,
 ) -> list[Message]:
     """The merge call: every operation of ``updates`` numbered from 1, in order, under its
-    update's header (the numbers :func:`combee.methods.ace.merging.resolve_merge` reads)."""
+    update's header (the numbers :func:`combee.methods.ace.merging.resolve_merge` reads).
+    ``by_exception``: the reply lists only what to combine or drop, the rest is kept."""
     parts = [playbook_block(playbook), _budget_lines(playbook, token_budget)]
     number = 0
     for index, update in enumerate(updates, start=1):
@@ -183,6 +204,11 @@ def merge_messages(
             number += 1
             lines.append(numbered_operation(number, operation))
         parts.append("\n".join(lines))
+    if by_exception:
+        return [
+            {"role": "system", "content": MERGE_BY_EXCEPTION_SYSTEM},
+            {"role": "user", "content": "\n\n".join(parts)},
+        ]
     return _chat("merge", "\n\n".join(parts))
 
 

@@ -115,9 +115,10 @@ def _numbers(count: int | None) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=128)
-def merge_schema(count: int | None = None) -> JsonSchema:
+def merge_schema(count: int | None = None, *, by_exception: bool = False) -> JsonSchema:
     """The merge's reply over ``count`` numbered operations: which to keep as written, which to
-    combine into one text, which to drop (numbers 1..count; any integer when None)."""
+    combine into one text, which to drop (numbers 1..count; any integer when None).
+    ``by_exception``: no ``keep`` list, what is not listed is kept."""
     combined = {
         "type": "object",
         "properties": {"numbers": {**_numbers(count), "minItems": 1}, "content": _STRING},
@@ -128,12 +129,12 @@ def merge_schema(count: int | None = None) -> JsonSchema:
         schema={
             "type": "object",
             "properties": {
-                "keep": _numbers(count),
+                **({} if by_exception else {"keep": _numbers(count)}),
                 "combine": {"type": "array", "items": combined},
                 "drop": _numbers(count),
                 "reasoning": _NOTE,
             },
-            "required": ["keep", "combine", "drop"],
+            "required": ["combine", "drop"] if by_exception else ["keep", "combine", "drop"],
         },
         accepts={"type": "object"},
     )
