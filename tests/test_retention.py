@@ -45,6 +45,11 @@ async def test_naive_and_combee_on_the_scripted_server_keep_every_lesson() -> No
     # floor(sqrt(16)) = 4 curators over the shuffled duplicates, one merge.
     assert by_name["combee"].llm_calls == {"curator": 4, "merge": 1}
     assert all(row.updates_applied >= 16 and row.error is None for row in rows)
+    # Where lessons went: each curator saw 8 of the 32 copies; the merge kept one of each copy.
+    combee = by_name["combee"]
+    assert len(combee.curated_operations) == 4 and sum(combee.curated_operations) >= 16
+    assert combee.merges == [{"in": sum(combee.curated_operations), "out": 16, "source": "merge"}]
+    assert by_name["naive"].curated_operations == [16] and by_name["naive"].merges == []
     table = markdown_table(rows)
     assert "| naive | 16 | 16 | 100% |" in table
 
@@ -54,9 +59,17 @@ def test_the_command_writes_its_table(tmp_path: Path) -> None:
         result = run_combee(
             "retention", "--strategies", "naive,sequential", "--sizes", "4",
             "--model", "sim", "--base-url", server.base_url, "--max-tokens", "8192",
-            "--out", str(tmp_path),
+            "--out", str(tmp_path), "--cache", str(tmp_path / "cache.sqlite"),
         )  # fmt: skip
-    assert result.returncode == 0, result.stderr
+        assert result.returncode == 0, result.stderr
+        calls = len(server.records)
+        again = run_combee(
+            "retention", "--strategies", "naive,sequential", "--sizes", "4",
+            "--model", "sim", "--base-url", server.base_url, "--max-tokens", "8192",
+            "--out", str(tmp_path / "again"), "--cache", str(tmp_path / "cache.sqlite"),
+        )  # fmt: skip
+        assert again.returncode == 0, again.stderr
+        assert len(server.records) == calls  # the rerun replayed every call from the cache
     report = json.loads((tmp_path / "retention.json").read_text())
     rows = {row["strategy"]: row for row in report["rows"]}
     assert rows["sequential"]["llm_calls"] == {"curator": 4}

@@ -9,14 +9,16 @@ LLM calls per role and the wall time. Runs on any endpoint and on the embedded m
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from combee.bench.lessons import make_lessons, retained
+from combee.core.types import Reflection
 from combee.errors import CombeeError
 from combee.llm.client import LLM
-from combee.methods.ace import AceMethod, Playbook
+from combee.methods.ace import AceMethod, AceUpdate, Playbook
 from combee.resolve import LLMArg, llm_of
 from combee.strategies.registry import STRATEGIES
 from combee.tasks.base import Sample, Score
@@ -37,6 +39,13 @@ class RetentionRow:
     llm_calls: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     lost: list[str] = field(default_factory=list)
+    curated_operations: list[int] = field(default_factory=list)
+    """Operations each curator call proposed, in call order."""
+    merges: list[dict[str, Any]] = field(default_factory=list)
+    """Per merge call: operations in, operations out, and ``source`` (``merge`` or
+    ``merge-fallback``: the union of its inputs was kept)."""
+    dropped: dict[str, int] = field(default_factory=dict)
+    """Lessons left out on the way to the playbook, by reason."""
 
     @property
     def share(self) -> float:
@@ -44,6 +53,27 @@ class RetentionRow:
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "share": round(self.share, 4)}
+
+
+class _TracedAce(AceMethod):
+    """ACE that records what each curator and merge call produced, so that a row says where the
+    lessons it lost were lost."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.curated: list[int] = []
+        self.merges: list[dict[str, Any]] = []
+
+    async def curate(self, context: Playbook, reflections: Sequence[Reflection]) -> AceUpdate:
+        update = await super().curate(context, reflections)
+        self.curated.append(len(update.operations))
+        return update
+
+    async def merge(self, context: Playbook, updates: Sequence[AceUpdate]) -> AceUpdate:
+        merged = await super().merge(context, updates)
+        given = sum(len(update.operations) for update in updates)
+        self.merges.append({"in": given, "out": len(merged.operations), "source": merged.source})
+        return merged
 
 
 def _no_score(prediction: str, sample: Sample) -> Score:
@@ -64,7 +94,7 @@ async def _aggregate(
     client: LLM, strategy_name: str, size: int, *, seed: int, options: Mapping[str, Any]
 ) -> RetentionRow:
     lessons = make_lessons(size, seed=seed)
-    method = AceMethod(
+    method = _TracedAce(
         client,
         _no_score,
         token_budget=options.get("token_budget"),
@@ -74,6 +104,7 @@ async def _aggregate(
     before = client.usage()
     started = time.perf_counter()
     playbook, applied, error = Playbook(), 0, None
+    dropped: Counter[str] = Counter()
     reflections = [lesson.reflection for lesson in lessons]
     try:
         # A strategy that never batches (sequential) meets its lessons one at a time.
@@ -82,7 +113,9 @@ async def _aggregate(
             trace = await strategy.reduce(method, playbook, batch)
             if trace.update is not None:
                 playbook = method.apply(playbook, trace.update)
-                applied += len(method.last_apply.applied) if method.last_apply else 0
+                if method.last_apply is not None:
+                    applied += len(method.last_apply.applied)
+                    dropped.update(method.last_apply.dropped)
     except CombeeError as failure:
         error = str(failure)
     failed = _calls(client.usage(), before, "failed_calls")
@@ -101,6 +134,9 @@ async def _aggregate(
         llm_calls=_calls(client.usage(), before),
         error=error,
         lost=[lesson.name for lesson in lessons if lesson.name not in kept],
+        curated_operations=method.curated,
+        merges=method.merges,
+        dropped=dict(dropped),
     )
 
 

@@ -47,6 +47,10 @@ def retention_command(
     out: Annotated[Path, typer.Option(help="Where retention.json and .md go.")] = Path(
         "runs/retention"
     ),
+    cache: Annotated[
+        Path | None,
+        typer.Option(help="Response cache (SQLite): a rerun replays the calls it holds."),
+    ] = None,
 ) -> None:
     """Aggregate N synthetic lessons once with each strategy; report how many survive."""
     try:
@@ -55,7 +59,7 @@ def retention_command(
         raise fail(f"--sizes {sizes!r}: give whole numbers separated by commas") from None
     llm = opt.endpoint(
         model=model, base_url=base_url, api_key_env=api_key_env, json_mode=json_mode,
-        concurrency=concurrency, timeout=timeout, max_retries=max_retries, cache=None,
+        concurrency=concurrency, timeout=timeout, max_retries=max_retries, cache=cache,
         seed=seed, client=client,
     )  # fmt: skip
 
