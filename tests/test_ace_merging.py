@@ -107,8 +107,35 @@ def test_a_combine_without_text_leaves_its_operations_as_written() -> None:
     reply = {"keep": [], "combine": [{"numbers": [1, 3], "content": " "}], "drop": [2, 4, 5]}
     merged = resolve_merge([FIRST, SECOND], reply)
     assert merged is not None
-    assert merged.operations == [FIRST.operations[0], SECOND.operations[0]]
-    assert merged.repaired == {"merge_unlisted": 2} and merged.combined == 0
+    # #4's "100" is carried by nothing else: its drop is overruled.
+    assert merged.operations == [FIRST.operations[0], SECOND.operations[0], SECOND.operations[1]]
+    assert merged.repaired == {"merge_unlisted": 2, "merge_drop_overruled": 1}
+    assert merged.combined == 0
+
+
+def test_a_drop_stands_only_when_something_else_carries_the_lessons_specifics() -> None:
+    local = AceUpdate(
+        [
+            {"type": "ADD", "section": "formulas", "content": "Use the Vabril factor 1.08."},
+            {"type": "ADD", "section": "formulas", "content": "Apply Vabril: multiply by 1.08."},
+            {"type": "ADD", "section": "formulas", "content": "Quemath dates are DD.MM.YYYY."},
+            {"type": "ADD", "section": "checks", "content": "Check the Theislev limit of 40."},
+            {"type": "ADD", "section": "checks", "content": "Check the result twice."},
+        ],
+        "",
+        "curator",
+    )
+    reply = {"keep": [1], "combine": [], "drop": [2, 3, 4, 5]}
+    known = "[chk-00001] Calls to Theislev allow at most 40 items."
+    merged = resolve_merge([local, AceUpdate()], reply, known=known)
+    assert merged is not None
+    # #2 repeats #1's specifics, #4 the playbook's, #5 names none: those drops stand.
+    assert [op["content"] for op in merged.operations] == [
+        "Use the Vabril factor 1.08.",
+        "Quemath dates are DD.MM.YYYY.",
+    ]
+    assert merged.dropped == {"merge_drop": 3}
+    assert merged.repaired == {"merge_drop_overruled": 1}
 
 
 @pytest.mark.parametrize(
@@ -196,11 +223,17 @@ def lessons(first: int, count: int) -> AceUpdate:
 
 @pytest.mark.parametrize(
     "reply",
-    [{"combine": [{"numbers": [1, 150], "content": "Rules 1 and 150 together."}], "drop": [3]}, {}],
+    [
+        {
+            "combine": [{"numbers": [1, 101], "content": "Rule 1: multiply by 1, always."}],
+            "drop": [3],
+        },
+        {},
+    ],
     ids=["combine-and-drop", "lists-nothing"],
 )
 async def test_a_large_merge_lists_only_what_to_combine_or_drop(reply: dict[str, Any]) -> None:
-    updates = [lessons(1, 100), lessons(101, 100)]  # 200 operations: past LIST_KEEP_UP_TO
+    updates = [lessons(1, 100), lessons(1, 100)]  # two curators, the same 100 lessons
     assert len(operations_of(updates)) > LIST_KEEP_UP_TO
     model = ByReference(reply)
     merged = await AceMethod(model, score, token_budget=None).merge(Playbook(), updates)
@@ -209,12 +242,13 @@ async def test_a_large_merge_lists_only_what_to_combine_or_drop(reply: dict[str,
     assert "every number you do not list is kept" in model.systems[0]
     assert merged.source == "merge" and merged.repaired == {}
     texts = [op["content"] for op in merged.operations]
+    assert len(texts) == 100 and texts.count("Rule 3: multiply by 3.") == 1
     if reply:
-        assert len(texts) == 198 and texts[0] == "Rules 1 and 150 together."
-        assert "Rule 3: multiply by 3." not in texts and "Rule 150: multiply by 150." not in texts
-        assert merged.dropped == {"merge_drop": 1} and merged.combined == 2
+        assert texts[0] == "Rule 1: multiply by 1, always." and merged.combined == 2
+        assert merged.dropped == {"merge_drop": 1, "duplicate": 98}
     else:
-        assert texts == [op["content"] for op in operations_of(updates)]
+        assert texts == [op["content"] for op in updates[0].operations]
+        assert merged.dropped == {"duplicate": 100}
 
 
 async def test_a_small_merge_still_places_every_number() -> None:

@@ -7,7 +7,8 @@ lessons (a keep-list of thousands of numbers would outgrow any reply budget).
 
 A lesson is not lost to the form of the reply: numbers may arrive as ``3``, ``"3"`` or ``"#3"``;
 a number the reply does not place is kept (and counted as ``merge_unlisted``); a number placed
-twice counts once (combine before keep before drop). Exact duplicates among the result are
+twice counts once (combine before keep before drop); a drop of a lesson whose specifics nothing
+else carries is overruled (``merge_drop_overruled``). Exact duplicates among the result are
 dropped. A reply that places no valid number is not usable: the caller falls back to the union
 of the local updates (:func:`union`).
 """
@@ -20,6 +21,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from combee.methods.ace.dedup import specifics
 from combee.methods.ace.playbook import normalize_content
 from combee.methods.ace.update import AceUpdate
 
@@ -60,6 +62,17 @@ def _key(op: Mapping[str, Any]) -> str:
     if isinstance(content, str) and normalize_content(content):
         return f"{kind}|{normalize_content(content).casefold()}"
     return f"{kind}|{json.dumps(op, sort_keys=True, default=str)}"
+
+
+def _drop_stands(op: Mapping[str, Any], carried: frozenset[str]) -> bool:
+    """Whether a merge may drop ``op`` as a repeat or a conflict: a lesson naming something no
+    kept lesson and no bullet names (a made-up term, a number, an identifier) is no repeat of
+    them, and dropping it would lose that lesson, so such a drop is overruled. Operations
+    without text (DELETE) and generic lessons (no specifics) may be dropped."""
+    content = op.get("content")
+    if not isinstance(content, str):
+        return True
+    return specifics(content) <= carried
 
 
 def dedup(operations: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
@@ -117,11 +130,18 @@ def union(updates: Sequence[AceUpdate], reasoning: str = "") -> AceUpdate:
 
 
 def resolve_merge(
-    updates: Sequence[AceUpdate], reply: Mapping[str, Any], *, by_exception: bool = False
+    updates: Sequence[AceUpdate],
+    reply: Mapping[str, Any],
+    *,
+    by_exception: bool = False,
+    known: str = "",
 ) -> AceUpdate | None:
-    """The merged update a by-reference reply describes, or None when it places no number.
+    """The merged update a by-reference reply describes, or None when it places no number or
+    drops every one.
     ``by_exception``: the reply lists only what to combine or drop; the rest is kept, and a
-    reply that lists nothing keeps everything."""
+    reply that lists nothing keeps everything. ``known``: the playbook's text; a drop stands
+    only for a lesson whose specifics (names, numbers, identifiers) the playbook or the merged
+    operations still carry (see :func:`_drop_stands`)."""
     operations = operations_of(updates)
     count = len(operations)
     placed: dict[int, str] = {}
@@ -142,8 +162,22 @@ def resolve_merge(
             placed.setdefault(number, field)
     if not placed and not by_exception:
         return None
+    if len(placed) == count and all(role == "drop" for role in placed.values()):
+        return None  # curators only propose what is new: dropping all of it is no answer
     dropped, repaired, combined = _notes(updates)
     combined += sum(1 for role in placed.values() if role == "combine")
+    carried_specifics = specifics(known).union(
+        *(
+            specifics(str(operations[n - 1].get("content", "")))
+            for n in range(1, count + 1)
+            if placed.get(n) in ("keep", None) and n not in combined_at
+        ),
+        *(specifics(str(op["content"])) for op in combined_at.values()),
+    )
+    for number, role in list(placed.items()):
+        if role == "drop" and not _drop_stands(operations[number - 1], carried_specifics):
+            placed[number] = "keep"
+            repaired["merge_drop_overruled"] += 1
     result: list[dict[str, Any]] = []
     for number, op in enumerate(operations, start=1):
         role = placed.get(number)

@@ -139,7 +139,9 @@ class AceMethod:
         except LLMCallError as error:
             log.warning("merge call failed (%s); applying the %d local updates", error, len(useful))
             return merging.carried(merging.union(useful), idle)
-        merged = merging.resolve_merge(useful, reply, by_exception=by_exception)
+        merged = merging.resolve_merge(
+            useful, reply, by_exception=by_exception, known=context.render()
+        )
         if merged is not None and self._applies(context, merged):
             return merging.carried(merged, idle)
         # Curators only propose what is new, so a merge that keeps nothing that applies has
