@@ -174,8 +174,8 @@ def resolve_merge(
         ),
         *(specifics(str(op["content"])) for op in combined_at.values()),
     )
-    for number, role in list(placed.items()):
-        if role == "drop" and not _drop_stands(operations[number - 1], carried_specifics):
+    for number, placement in list(placed.items()):
+        if placement == "drop" and not _drop_stands(operations[number - 1], carried_specifics):
             placed[number] = "keep"
             repaired["merge_drop_overruled"] += 1
     result: list[dict[str, Any]] = []
