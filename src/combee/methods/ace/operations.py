@@ -120,11 +120,11 @@ class _Draft:
         self.base = playbook
         self.near = near
         self.folded = 0
-        self.bullets: dict[str, Bullet] = {b.id: b for b in playbook.bullets}
+        self.bullets: dict[str, Bullet] = {}
         # Bullet ids by their content's dedup key, so that a check is one lookup, not a scan.
         self._by_key: dict[str, set[str]] = {}
         for bullet in playbook.bullets:
-            self._by_key.setdefault(_dedup_key(bullet.content), set()).add(bullet.id)
+            self.put(bullet)
         self.removed: dict[int, str] = {}
         self.next_id = playbook.next_id
         self.repairs: list[tuple[str, str]] = []
@@ -181,8 +181,7 @@ class _Draft:
     def check_unique(self, content: str, ignore: Iterable[str] = ()) -> None:
         same = self._by_key.get(_dedup_key(content), set()) - set(ignore)
         if same:
-            first = next(b for b in self.bullets if b in same)
-            raise _Rejected("duplicate", f"content duplicates bullet {first}")
+            raise _Rejected("duplicate", f"content duplicates bullet {min(same)}")
 
     def put(self, bullet: Bullet) -> None:
         """Adds a bullet, or replaces the bullet of the same id."""
