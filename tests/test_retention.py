@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 from combee.bench.lessons import FAMILIES, make_lessons, retained
-from combee.bench.retention import markdown_table, retention_async
+from combee.bench.retention import RetentionProgress, markdown_table, retention_async
 from combee.llm import connect
 from combee.methods.ace.playbook import count_tokens
-from combee.sim import serve_in_thread
+from combee.sim import SimConfig, serve_in_thread
 from combee.sim.ace_script import ace_responder
 from tests.cli_helpers import run_combee
 
@@ -52,6 +52,27 @@ async def test_naive_and_combee_on_the_scripted_server_keep_every_lesson() -> No
     assert by_name["naive"].curated_operations == [16] and by_name["naive"].merges == []
     table = markdown_table(rows)
     assert "| naive | 16 | 16 | 100% |" in table
+
+
+async def test_a_long_aggregation_reports_the_calls_it_has_made_while_it_runs() -> None:
+    seen: list[RetentionProgress] = []
+    with serve_in_thread(ace_responder, SimConfig(ttft_s=0.3)) as server:
+        llm = connect("sim", base_url=server.base_url)
+        try:
+            rows = await retention_async(
+                llm=llm, strategies=["sequential"], sizes=[4], max_tokens=8192,
+                on_progress=seen.append, progress_every_s=0.1,
+            )  # fmt: skip
+        finally:
+            await llm.aclose()
+    # Four curator calls of 0.3 s each: reports come while they run, their counts never fall,
+    # and none comes after the row ended.
+    assert len(seen) >= 4
+    assert {(p.strategy, p.lessons) for p in seen} == {("sequential", 4)}
+    done = [p.llm_calls.get("curator", 0) for p in seen]
+    assert done == sorted(done) and 0 < done[-1] <= 4 and done[0] < 4
+    assert [p.elapsed_s for p in seen] == sorted(p.elapsed_s for p in seen)
+    assert seen[-1].elapsed_s <= rows[0].wall_s
 
 
 def test_the_command_writes_its_table(tmp_path: Path) -> None:

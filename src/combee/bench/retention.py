@@ -8,6 +8,8 @@ LLM calls per role and the wall time. Runs on any endpoint and on the embedded m
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -25,6 +27,18 @@ from combee.tasks.base import Sample, Score
 
 DEFAULT_STRATEGIES = ("naive", "combee", "topk", "summarize", "hier-summarize")
 DEFAULT_SIZES = (16, 36, 64)
+PROGRESS_EVERY_S = 30.0
+"""How often a strategy still aggregating reports the calls it has made."""
+
+
+@dataclass(frozen=True)
+class RetentionProgress:
+    """Where one (strategy, N) aggregation stands: LLM calls finished so far, per role."""
+
+    strategy: str
+    lessons: int
+    llm_calls: dict[str, int]
+    elapsed_s: float
 
 
 @dataclass
@@ -90,8 +104,29 @@ def _calls(
     return {role: n for role, n in delta.items() if n}
 
 
+async def _report_progress(
+    client: LLM,
+    before: Mapping[str, Any],
+    started: float,
+    where: tuple[str, int],
+    on_progress: Callable[[RetentionProgress], None],
+    every_s: float,
+) -> None:
+    while True:
+        await asyncio.sleep(every_s)
+        calls = _calls(client.usage(), before)
+        on_progress(RetentionProgress(*where, calls, round(time.perf_counter() - started, 1)))
+
+
 async def _aggregate(
-    client: LLM, strategy_name: str, size: int, *, seed: int, options: Mapping[str, Any]
+    client: LLM,
+    strategy_name: str,
+    size: int,
+    *,
+    seed: int,
+    options: Mapping[str, Any],
+    on_progress: Callable[[RetentionProgress], None] | None = None,
+    progress_every_s: float = PROGRESS_EVERY_S,
 ) -> RetentionRow:
     lessons = make_lessons(size, seed=seed)
     method = _TracedAce(
@@ -106,6 +141,13 @@ async def _aggregate(
     playbook, applied, error = Playbook(), 0, None
     dropped: Counter[str] = Counter()
     reflections = [lesson.reflection for lesson in lessons]
+    reporter = None
+    if on_progress is not None:
+        reporter = asyncio.create_task(
+            _report_progress(
+                client, before, started, (strategy_name, size), on_progress, progress_every_s
+            )
+        )
     try:
         # A strategy that never batches (sequential) meets its lessons one at a time.
         batches = [[r] for r in reflections] if strategy.batch_size(2) == 1 else [reflections]
@@ -118,6 +160,11 @@ async def _aggregate(
                     dropped.update(method.last_apply.dropped)
     except CombeeError as failure:
         error = str(failure)
+    finally:
+        if reporter is not None:
+            reporter.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reporter
     failed = _calls(client.usage(), before, "failed_calls")
     if error is None and failed:  # a failed curate call is skipped: the row says so
         error = ", ".join(f"{role} {n} call(s) failed" for role, n in failed.items())
@@ -151,8 +198,13 @@ async def retention_async(
     token_budget: int | None = None,
     max_tokens: int = 2048,
     on_row: Callable[[RetentionRow], None] | None = None,
+    on_progress: Callable[[RetentionProgress], None] | None = None,
+    progress_every_s: float = PROGRESS_EVERY_S,
 ) -> list[RetentionRow]:
-    """Aggregate ``sizes`` lessons once with each strategy; one row per (strategy, size)."""
+    """Aggregate ``sizes`` lessons once with each strategy; one row per (strategy, size).
+
+    ``on_row`` gets each row as it ends; ``on_progress``, every ``progress_every_s`` seconds
+    while a row is still aggregating, the calls it has made so far."""
     for name in strategies:
         STRATEGIES.factory(name)  # an unknown name fails before any call
     client, owned = llm_of(llm, seed=seed)
@@ -165,7 +217,10 @@ async def retention_async(
     try:
         for size in sizes:
             for name in strategies:
-                row = await _aggregate(client, name, size, seed=seed, options=options)
+                row = await _aggregate(
+                    client, name, size, seed=seed, options=options,
+                    on_progress=on_progress, progress_every_s=progress_every_s,
+                )  # fmt: skip
                 rows.append(row)
                 if on_row is not None:
                     on_row(row)

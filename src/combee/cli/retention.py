@@ -11,6 +11,7 @@ import typer
 from combee.bench.retention import (
     DEFAULT_SIZES,
     DEFAULT_STRATEGIES,
+    RetentionProgress,
     RetentionRow,
     markdown_table,
     retention_async,
@@ -85,6 +86,14 @@ def retention_command(
             highlight=False,
         )
 
+    def progress(now: RetentionProgress) -> None:
+        calls = ", ".join(f"{role} {n}" for role, n in sorted(now.llm_calls.items())) or "none"
+        err.print(
+            f"[dim]{now.strategy:>15} N={now.lessons:<4} still aggregating: {now.elapsed_s:.0f}s, "
+            f"LLM calls done: {calls}[/]",
+            highlight=False,
+        )
+
     rows = run(
         retention_async(
             llm=llm,
@@ -96,6 +105,7 @@ def retention_command(
             token_budget=token_budget or None,
             max_tokens=max_tokens,
             on_row=show,
+            on_progress=progress,
         )
     )
     typer.echo(save(rows))
