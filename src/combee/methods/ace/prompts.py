@@ -38,7 +38,9 @@ attempt toward the gold answer, "harmful" if it misled it, "neutral" if it did n
 
 key_insight must be one concrete, reusable rule that names the specific formula, concept or \
 pitfall involved (for example the unit conversion or the term that was misread), never generic \
-advice such as "be careful".
+advice such as "be careful". It is about the task, not about the playbook or the attempt: \
+"the playbook is empty" or "the reasoning did not show the formula" teaches nothing; the \
+formula or check that was missing does.
 
 Reply with one JSON object and nothing else:
 {"reasoning": "<your analysis>",
@@ -58,6 +60,9 @@ How:
 the same lesson share one operation.
 - Each lesson is one complete rule, specific enough to act on: name the formula, term, unit or \
 check it is about. A lesson goes into one operation, whole; never split it over several.
+- A lesson tells a future attempt what to do on the task. Remarks about the playbook, the \
+attempt or the model ("the playbook is empty", "the model did not explain") are not lessons: \
+write the rule they point to, or nothing.
 - A bullet that already states a lesson stays as it is, or gets an UPDATE when the reflections \
 sharpen or correct it. MERGE bullets that say the same thing; DELETE a bullet the reflections \
 show to be wrong.
