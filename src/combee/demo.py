@@ -54,6 +54,7 @@ def summary(results: dict[str, Any], *, wall_s: float, playbook: str) -> list[st
     calls = ", ".join(
         f"{role} {n}" for role, n in results["llm_calls"].items() if role != "preflight"
     )
+    bullets = results["playbook_bullets"]
     lines = ["", f"accuracy on {results['test_samples']} Formula test questions:"]
     if results.get("baseline_test_accuracy") is not None:
         lines.append(f"  without a playbook:        {results['baseline_test_accuracy']:.3f}")
@@ -62,7 +63,7 @@ def summary(results: dict[str, Any], *, wall_s: float, playbook: str) -> list[st
         f"wall time: {_minutes(wall_s)} in all (training {_minutes(results['train_seconds'])}, "
         f"final test {_minutes(results['test_seconds'])})",
         f"LLM calls: {calls}",
-        f"learned playbook ({results['playbook_bullets']} bullets, "
+        f"learned playbook ({bullets} bullet{'' if bullets == 1 else 's'}, "
         f"~{results['playbook_tokens']} tokens):",
         playbook.rstrip(),
     ]
