@@ -186,6 +186,11 @@ def test_curator_prompt_numbers_reflections_and_names_sections() -> None:
     assert (
         f"Token budget: 900 (the playbook now uses about {PLAYBOOK.token_count()} tokens)" in user
     )
+    # The task is restated after the last reflection, with their count.
+    assert user.endswith(prompts.curator_closing(len(reflections())))
+    assert "Those were 3 reflections." in user
+    one = prompts.curator_messages(PLAYBOOK, reflections()[:1], token_budget=None)[1]["content"]
+    assert "Those were 1 reflection." in one
 
 
 @pytest.mark.parametrize("with_format", [True, False])

@@ -183,7 +183,18 @@ def curator_messages(
     parts = [playbook_block(playbook), _budget_lines(playbook, token_budget)]
     for index, reflection in enumerate(reflections, start=1):
         parts.append(f"{REFLECTION_HEADER.format(index=index)}\n{reflection.render()}")
+    parts.append(curator_closing(len(reflections)))
     return _chat("curator", "\n\n".join(parts))
+
+
+def curator_closing(count: int) -> str:
+    """The task restated after the reflections: a small model that has read thousands of tokens
+    of them otherwise often answers with generic lessons, or none, instead of theirs."""
+    reflections = "1 reflection" if count == 1 else f"{count} reflections"
+    return (
+        f"Those were {reflections}. Write one operation for each key insight among them that the "
+        "playbook does not state yet, naming the specific case, term or number it is about."
+    )
 
 
 def numbered_operation(number: int, operation: Mapping[str, Any]) -> str:
