@@ -230,6 +230,11 @@ async def retention_async(
     return rows
 
 
+def calls_text(llm_calls: Mapping[str, int]) -> str:
+    """LLM calls per role as one line: ``curator 4, merge 1``."""
+    return ", ".join(f"{role} {n}" for role, n in sorted(llm_calls.items()))
+
+
 def markdown_table(rows: Sequence[RetentionRow]) -> str:
     """The rows as a Markdown table (the form docs/quality.md shows)."""
     lines = [
@@ -238,7 +243,7 @@ def markdown_table(rows: Sequence[RetentionRow]) -> str:
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |",
     ]
     for row in rows:
-        calls = ", ".join(f"{role} {n}" for role, n in sorted(row.llm_calls.items()))
+        calls = calls_text(row.llm_calls)
         note = f" (error: {row.error[:60]})" if row.error else ""
         lines.append(
             f"| {row.strategy} | {row.lessons} | {row.retained} | {row.share:.0%} | "

@@ -13,6 +13,7 @@ from combee.bench.retention import (
     DEFAULT_STRATEGIES,
     RetentionProgress,
     RetentionRow,
+    calls_text,
     markdown_table,
     retention_async,
 )
@@ -87,7 +88,7 @@ def retention_command(
         )
 
     def progress(now: RetentionProgress) -> None:
-        calls = ", ".join(f"{role} {n}" for role, n in sorted(now.llm_calls.items())) or "none"
+        calls = calls_text(now.llm_calls) or "none"
         err.print(
             f"[dim]{now.strategy:>15} N={now.lessons:<4} still aggregating: {now.elapsed_s:.0f}s, "
             f"LLM calls done: {calls}[/]",
