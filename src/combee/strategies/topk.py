@@ -19,6 +19,7 @@ from combee.strategies.embedding import (
     EMBED_PACKAGES,
     Embedder,
     default_embedder,
+    preload_default_embedder,
     require,
 )
 from combee.strategies.single_call import curate_or_skip
@@ -79,6 +80,7 @@ class TopKStrategy:
         require(CLUSTER_PACKAGES, strategy=self.name)
         if embedder is None:
             require(EMBED_PACKAGES, strategy=self.name)
+            preload_default_embedder()  # ready by the first reduce
         self.top_k = DEFAULT_TOP_K if top_k is None else top_k
         self.seed = seed
         self._embedder = embedder

@@ -14,11 +14,12 @@ bundled ``all-MiniLM-L6-v2`` when the ``embed`` extra is installed.
 
 from __future__ import annotations
 
-import math
+import functools
 import os
 import re
-import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from types import ModuleType
+from typing import Any
 
 from combee.errors import ConfigError
 from combee.strategies.embedding import (
@@ -26,6 +27,7 @@ from combee.strategies.embedding import (
     Embedder,
     default_embedder,
     missing_packages,
+    preload_default_embedder,
 )
 
 DEFAULT_THRESHOLD = 0.86
@@ -48,8 +50,11 @@ _MAX_CACHED = 4096
 class NearDuplicates:
     """Finds the bullet a new lesson repeats, by cosine similarity of embeddings.
 
-    Vectors are cached by text, so each bullet is embedded once per run (up to a few thousand
-    texts; then the cache starts again).
+    Vectors are cached by text (unit length, as numpy rows), so each bullet is embedded once
+    per run (up to a few thousand texts; then the cache starts again); :meth:`prepare` embeds
+    an update's lessons in one batch before they are compared one by one. Comparing a lesson
+    with the playbook is one matrix product; the specifics check runs only on the bullets at or
+    above the threshold.
     """
 
     def __init__(self, embedder: Embedder, *, threshold: float = DEFAULT_THRESHOLD) -> None:
@@ -59,21 +64,31 @@ class NearDuplicates:
             )
         self.embedder = embedder
         self.threshold = float(threshold)
-        self._vectors: dict[str, list[float]] = {}
+        self._vectors: dict[str, Any] = {}
+        self._np: Any = _numpy()
+
+    def prepare(self, texts: Iterable[str]) -> None:
+        """Embed, in one batch, every text of ``texts`` not embedded yet."""
+        self._embed(list(texts))
 
     def closest(self, text: str, candidates: Sequence[str]) -> tuple[int, float] | None:
-        """The index of the candidate ``text`` repeats and their similarity; None when none
-        reaches the threshold with specifics that one of the two texts contains entirely."""
+        """The index of the candidate ``text`` repeats and their similarity: the most similar
+        one at or above the threshold whose specifics nest with those of ``text``; None when
+        there is none."""
         if not candidates:
             return None
         self._embed([text, *candidates])
-        mine, my_specifics = self._vectors[text], specifics(text)
-        best, best_score = -1, -math.inf
-        for index, candidate in enumerate(candidates):
-            score = _cosine(mine, self._vectors[candidate])
-            if score > best_score and _nested(my_specifics, specifics(candidate)):
-                best, best_score = index, score
-        return (best, best_score) if best_score >= self.threshold else None
+        np = self._np
+        rows = np.stack([self._vectors[candidate] for candidate in candidates])
+        scores = rows @ self._vectors[text]
+        above = np.flatnonzero(scores >= self.threshold)
+        if above.size == 0:
+            return None
+        mine = specifics(text)
+        for index in above[np.argsort(-scores[above], kind="stable")]:
+            if _nested(mine, specifics(candidates[index])):
+                return int(index), float(scores[index])
+        return None
 
     def _embed(self, texts: Sequence[str]) -> None:
         missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
@@ -82,10 +97,19 @@ class NearDuplicates:
         if len(self._vectors) + len(missing) > _MAX_CACHED:
             self._vectors.clear()
             missing = list(dict.fromkeys(texts))
-        for text, vector in zip(missing, self.embedder.embed(missing), strict=True):
+        np = self._np
+        vectors = np.asarray(self.embedder.embed(missing), dtype=np.float32)
+        if vectors.shape[0] != len(missing):
+            raise ValueError(
+                f"the embedder returned {vectors.shape[0]} vectors for {len(missing)} texts"
+            )
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+        for text, vector in zip(missing, vectors, strict=True):
             self._vectors[text] = vector
 
 
+@functools.lru_cache(maxsize=_MAX_CACHED)
 def specifics(text: str) -> frozenset[str]:
     """The numbers, names, identifiers and quoted values ``text`` names (case-folded)."""
     return frozenset(match.casefold().strip(".,;:") for match in _SPECIFIC.findall(text))
@@ -106,10 +130,16 @@ def _nested(a: frozenset[str], b: frozenset[str]) -> bool:
     return a <= b or b <= a
 
 
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
+def _numpy() -> ModuleType:
+    try:
+        import numpy
+    except ImportError:
+        raise ConfigError(
+            "near-duplicate folding needs numpy, which is not installed; "
+            "install it with pip install 'combee[embed]'",
+            setting="dedup",
+        ) from None
+    return numpy
 
 
 def default_near_duplicates(enabled: bool | None = None) -> NearDuplicates | None:
@@ -131,13 +161,5 @@ def default_near_duplicates(enabled: bool | None = None) -> NearDuplicates | Non
                 setting="dedup",
             )
         return None
-    embedder = default_embedder()
-    threading.Thread(target=_warm_up, args=(embedder,), daemon=True).start()
-    return NearDuplicates(embedder)
-
-
-def _warm_up(embedder: Embedder) -> None:
-    try:
-        embedder.embed(["warm-up"])
-    except Exception:  # the first real comparison raises it, with its message
-        return
+    preload_default_embedder()
+    return NearDuplicates(default_embedder())

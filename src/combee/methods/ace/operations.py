@@ -361,6 +361,15 @@ def apply_operations(
     repeats a bullet in other words updates it or is dropped (counted in ``near_duplicates``).
     """
     say = logger.debug if quiet else logger.info
+    operations = list(operations)
+    if near_duplicates is not None:  # one batch of embeddings instead of one per lesson
+        lessons = [op.get("content") for op in operations if isinstance(op, Mapping)]
+        near_duplicates.prepare(
+            [
+                *(b.content for b in playbook.bullets),
+                *(normalize_content(t) for t in lessons if isinstance(t, str)),
+            ]
+        )
     draft = _Draft(playbook, near_duplicates)
     applied: list[dict[str, Any]] = []
     rejected: list[tuple[Any, str]] = []
