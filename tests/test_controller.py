@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from combee.core.controller import (
+    MIN_R2,
     AutoBatchSize,
     BatchDecision,
     choose_batch_size,
@@ -171,10 +172,11 @@ def test_schedule_profiles_then_runs_the_choice() -> None:
     seen: list[BatchDecision] = []
     schedule = AutoBatchSize(tau=0.01, max_batch_size=100, rungs=4, on_decision=seen.append)
     (sizes,) = drive(schedule, 1, N, lambda b: 0.3 + 0.004 * b)
-    assert sizes[:4] == [12, 25, 50, 100]
+    assert sizes[:5] == [12, 12, 25, 50, 100]  # a warm-up at the first rung, then the ladder
     chosen = schedule.chosen
     assert chosen is not None and len(seen) == 1 and seen[0].chosen == chosen
-    rest = sizes[4:]
+    assert [m.batch_size for m in seen[0].warmup] == [12]
+    rest = sizes[5:]
     assert rest and all(size == chosen for size in rest[:-1]) and rest[-1] <= chosen
     assert sum(sizes) == N
     assert [m.batch_size for m in seen[0].measurements] == [12, 25, 50, 100]
@@ -188,7 +190,7 @@ def test_schedule_profiles_then_runs_the_choice() -> None:
 
 
 def test_later_epochs_reuse_the_choice_unless_reprofiling() -> None:
-    once = AutoBatchSize()
+    once = AutoBatchSize(warm_up=False)
     _, second = drive(once, 2, 200, lambda b: 1.0)
     assert len(once.decisions) == 1
     chosen = once.chosen
@@ -198,7 +200,8 @@ def test_later_epochs_reuse_the_choice_unless_reprofiling() -> None:
     first, second = drive(again, 2, 200, lambda b: 1.0)
     assert len(again.decisions) == 2
     rungs = ladder(200)
-    assert first[: len(rungs)] == second[: len(rungs)] == rungs
+    assert first[: len(rungs) + 1] == [rungs[0], *rungs]  # only a fresh process warms up
+    assert second[: len(rungs)] == rungs
     assert [d.epoch for d in again.decisions] == [1, 2]
 
 
@@ -217,7 +220,8 @@ def test_a_restored_controller_continues_as_the_original_would() -> None:
             remaining -= size
         return remaining
 
-    original, copy = AutoBatchSize(max_batch_size=64), AutoBatchSize(max_batch_size=64)
+    original = AutoBatchSize(max_batch_size=64, warm_up=False)
+    copy = AutoBatchSize(max_batch_size=64, warm_up=False)
     sizes: list[int] = []
     remaining = walk(original, sizes, 600, 2)  # mid-profiling
     copy.restore(json.loads(json.dumps(original.state())))
@@ -226,3 +230,54 @@ def test_a_restored_controller_continues_as_the_original_would() -> None:
     walk(original, rest_original, remaining, 4)
     walk(copy, rest_copy, remaining, 4)
     assert rest_copy == rest_original and original.chosen == copy.chosen is not None
+
+
+def test_a_cold_first_iteration_is_left_out_of_the_fit() -> None:
+    # The process's first iteration pays a one-time cost (say, a model loading: 14 s).
+    times = iter([14.0])
+
+    def t_iter(b: int) -> float:
+        return next(times, 0.2 + 0.002 * b)
+
+    cold = AutoBatchSize(max_batch_size=100)
+    drive(cold, 1, 500, t_iter)
+    (decision,) = cold.decisions
+    assert [(m.batch_size, m.t_iter_s) for m in decision.warmup] == [(25, 14.0)]
+    assert [m.batch_size for m in decision.measurements] == [25, 50, 100]
+    assert decision.fit is not None and decision.fit.r2 > 0.99
+    assert "warm-up iteration at b=25 (14.00s) was left out" in decision.why
+    # Counted, the cold start would have made the smallest batch look hugely slow.
+    naive = choose_batch_size([(25, 14.0), (50, 0.3), (100, 0.4)], epoch_samples=500)
+    assert naive.fit is not None and naive.fit.alpha > decision.fit.alpha + 1
+
+
+def test_a_resumed_controller_warms_up_again_and_keeps_what_was_measured() -> None:
+    original = AutoBatchSize(max_batch_size=64)
+    sizes = [original.next_size(epoch=1, remaining=600) for _ in range(1)]
+    original.record(size=sizes[0], wall_s=9.0)  # the warm-up
+    size = original.next_size(epoch=1, remaining=584)
+    original.record(size=size, wall_s=1.0)  # the first rung, measured
+    copy = AutoBatchSize(max_batch_size=64)
+    copy.restore(json.loads(json.dumps(original.state())))
+    again = copy.next_size(epoch=1, remaining=568)
+    copy.record(size=again, wall_s=7.0)  # the new process's first iteration: a warm-up
+    assert copy.state()["measured"] == original.state()["measured"]
+    assert [w[1] for w in copy.state()["warmups"]] == [9.0, 7.0]
+
+
+def test_no_warm_up_when_the_epoch_cannot_hold_it() -> None:
+    schedule = AutoBatchSize(max_batch_size=8)
+    (sizes,) = drive(schedule, 1, 1, lambda b: 1.0)
+    assert sizes == [1] and schedule.decisions[0].warmup == []
+    assert ladder(4) == [1, 2]
+    roomy = AutoBatchSize()
+    (sizes,) = drive(roomy, 1, 4, lambda b: 1.0)
+    assert sizes == [1, 1, 2] and [m.batch_size for m in roomy.decisions[0].warmup] == [1]
+
+
+def test_a_poor_fit_keeps_the_fastest_profiled_size() -> None:
+    # Three sizes that no power law describes: the middle one is the fastest epoch.
+    decision = choose_batch_size([(25, 1.0), (50, 0.5), (100, 3.0)], epoch_samples=500)
+    assert decision.fit is not None and decision.fit.r2 < MIN_R2
+    assert decision.chosen == 50
+    assert "explains the measurements poorly" in decision.why

@@ -55,12 +55,15 @@ def test_auto_batch_size_profiles_chooses_and_explains(tmp_path: Path) -> None:
     chosen = profile["chosen"]
     assert 1 <= chosen <= 8 and f"chose {chosen}" in profile["why"]
     assert chosen == decision["chosen"]
+    # The process's first iteration warms up at the first rung and is left out of the fit.
+    assert [m["batch_size"] for m in decision["warmup"]] == [2]
+    assert "warm-up iteration at b=2" in profile["why"]
     # The profiling iterations are training iterations; the rest run at the chosen size.
     sizes = [
         json.loads(line)["batch_size"] for line in (out / "metrics.jsonl").read_text().splitlines()
     ]
-    assert sizes[: len(rungs)] == rungs
-    rest = sizes[len(rungs) :]
+    assert sizes[: len(rungs) + 1] == [2, *rungs]
+    rest = sizes[len(rungs) + 1 :]
     assert sum(sizes) == 30
     assert all(size == chosen for size in rest[:-1]) and 0 < rest[-1] <= chosen
     config = json.loads((out / "config.json").read_text())

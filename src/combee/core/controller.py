@@ -26,7 +26,11 @@ DEFAULT_TAU = 0.005
 DEFAULT_MAX_BATCH_SIZE = 100
 DEFAULT_RUNGS = 3
 DEFAULT_PROFILE_SHARE = 0.5
-"""Profiling never uses more than this share of an epoch's samples."""
+"""Profiling never uses more than this share of an epoch's samples (the warm-up aside)."""
+MIN_R2 = 0.8
+"""With three or more profiled sizes, a fit whose log-log R^2 is below this does not describe
+the measurements: the controller then keeps the profiled size with the shortest estimated epoch
+instead of extrapolating from the fit."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,10 @@ class BatchDecision:
     fit: PowerLawFit | None
     chosen: int
     why: str
+    warmup: list[Measurement] = field(default_factory=list)
+    """Iterations run before the ladder and left out of the fit: the first iteration of a
+    process pays one-time costs (libraries and models loading, connections opening) that later
+    iterations do not."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -123,12 +131,15 @@ def choose_batch_size(
     tau: float = DEFAULT_TAU,
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
     epoch: int = 1,
+    warmup: Sequence[tuple[int, float]] = (),
 ) -> BatchDecision:
     """The decision rule, a pure function of measured ``(batch_size, t_iter_s)`` pairs.
 
     The choice is the largest ``b`` with ``alpha / b >= tau``, i.e. ``floor(alpha / tau)``,
     never below the smallest measured size (no extrapolation downwards), never above
-    ``max_batch_size`` nor the epoch.
+    ``max_batch_size`` nor the epoch. A fit of three or more sizes with a log-log R^2 below
+    :data:`MIN_R2` is not trusted: the measured size with the shortest estimated epoch is kept.
+    ``warmup``: iterations left out of the fit, recorded in the decision and its reason.
     """
     if tau <= 0:
         raise ConfigError(f"must be positive (got {tau})", setting="tau")
@@ -137,13 +148,19 @@ def choose_batch_size(
     if not measured:
         raise ValueError("no measurements to decide from")
     measurements = [Measurement(b, t, epoch_time(t, b, epoch_samples)) for b, t in sorted(measured)]
+    warmups = [Measurement(b, t, epoch_time(t, b, epoch_samples)) for b, t in warmup]
     ceiling = max(1, min(max_batch_size, epoch_samples))
     smallest = min(m.batch_size for m in measurements)
+    left_out = "".join(
+        f"; the warm-up iteration at b={m.batch_size} ({m.t_iter_s:.2f}s) was left out of the fit"
+        for m in warmups
+    )
 
     def decision(fit: PowerLawFit | None, chosen: int, why: str) -> BatchDecision:
         return BatchDecision(
-            epoch, epoch_samples, tau, max_batch_size, measurements, fit, chosen, why
-        )
+            epoch, epoch_samples, tau, max_batch_size, measurements, fit, chosen, why + left_out,
+            warmups,
+        )  # fmt: skip
 
     if len({m.batch_size for m in measurements}) < 2:
         best = min(measurements, key=lambda m: m.epoch_time_s)
@@ -163,11 +180,22 @@ def choose_batch_size(
             f"profiled size {chosen} is kept"
         )
         return decision(fit, chosen, why)
+    span = f"{measurements[0].batch_size}..{measurements[-1].batch_size}"
+    described = f"T(b) ~ {fit.a:.3g} * b^-{fit.alpha:.3f} fitted on b={span}"
+    if len(measurements) >= 3 and fit.r2 < MIN_R2:
+        best = min(measurements, key=lambda m: m.epoch_time_s)
+        chosen = min(best.batch_size, ceiling)
+        why = (
+            f"{described} explains the measurements poorly (log-log R^2={fit.r2:.3f} < "
+            f"{MIN_R2}), so nothing is extrapolated: the profiled size with the shortest "
+            f"estimated epoch ({best.epoch_time_s:.1f}s) is kept; chose {chosen}"
+        )
+        return decision(fit, chosen, why)
     knee = fit.alpha / tau
     chosen = max(smallest, min(ceiling, math.floor(knee)))
-    span = f"{measurements[0].batch_size}..{measurements[-1].batch_size}"
+    quality = f"log-log R^2={fit.r2:.3f}" if len(measurements) >= 3 else "two sizes: an exact fit"
     why = (
-        f"T(b) ~ {fit.a:.3g} * b^-{fit.alpha:.3f} fitted on b={span} (log-log R^2={fit.r2:.3f}); "
+        f"{described} ({quality}); "
         f"one more sample per batch saves alpha/b of the epoch time, which stays >= "
         f"tau={tau:g} up to b={knee:.1f}"
     )
@@ -188,6 +216,12 @@ class AutoBatchSize:
     """A :class:`combee.core.loop.BatchSchedule` that profiles a ladder, then runs the chosen
     size for the rest of the epoch (and, with ``reprofile``, profiles again every epoch).
 
+    With ``warm_up`` (the default), when the first iteration this object sees in this process
+    would be a profiling one, it runs the first rung once more before measuring: that first
+    iteration pays one-time costs (an embedding model or a tokenizer loading, connections
+    opening) and is left out of the fit. A resumed run warms up again, as its process is new.
+    The warm-up is skipped when the epoch is too short to hold it and the ladder.
+
     ``on_decision`` is called with each :class:`BatchDecision` as soon as it is made.
     """
 
@@ -196,14 +230,18 @@ class AutoBatchSize:
     rungs: int = DEFAULT_RUNGS
     profile_share: float = DEFAULT_PROFILE_SHARE
     reprofile: bool = False
+    warm_up: bool = True
     on_decision: Callable[[BatchDecision], None] | None = None
     decisions: list[BatchDecision] = field(default_factory=list)
     _epoch: int = 0
     _epoch_samples: int = 0
     _pending: list[int] = field(default_factory=list)
     _measured: list[tuple[int, float]] = field(default_factory=list)
+    _warmups: list[tuple[int, float]] = field(default_factory=list)
     _chosen: int | None = None
     _profiling: bool = False
+    _warm: bool = False
+    """Whether this process has run an iteration (never saved: a resumed process is cold)."""
 
     def __post_init__(self) -> None:
         if self.tau <= 0:
@@ -228,6 +266,9 @@ class AutoBatchSize:
             self._start_epoch(epoch, remaining)
         if self._pending:
             self._profiling = True
+            room = sum(self._pending) + self._pending[0] <= remaining
+            if not self._warm and not (self.warm_up and room):
+                self._warm = True  # no warm-up wanted, or no room for it in this epoch
             return min(self._pending[0], remaining)
         self._profiling = False
         if self._chosen is None:
@@ -236,7 +277,11 @@ class AutoBatchSize:
         return min(self._chosen, remaining)
 
     def record(self, *, size: int, wall_s: float) -> None:
+        cold, self._warm = not self._warm, True
         if self._profiling and self._pending:
+            if cold:
+                self._warmups.append((size, wall_s))
+                return
             self._pending.pop(0)
             self._measured.append((size, wall_s))
             if not self._pending:
@@ -250,6 +295,7 @@ class AutoBatchSize:
             "epoch_samples": self._epoch_samples,
             "pending": list(self._pending),
             "measured": [list(m) for m in self._measured],
+            "warmups": [list(m) for m in self._warmups],
             "chosen": self._chosen,
             "profiling": self._profiling,
         }
@@ -259,6 +305,7 @@ class AutoBatchSize:
         self._epoch_samples = int(state["epoch_samples"])
         self._pending = [int(size) for size in state["pending"]]
         self._measured = [(int(size), float(wall)) for size, wall in state["measured"]]
+        self._warmups = [(int(size), float(wall)) for size, wall in state.get("warmups", [])]
         self._chosen = None if state["chosen"] is None else int(state["chosen"])
         self._profiling = bool(state["profiling"])
 
@@ -269,6 +316,7 @@ class AutoBatchSize:
             "tau": self.tau,
             "max_batch_size": self.max_batch_size,
             "reprofile": self.reprofile,
+            "warm_up": self.warm_up,
             "chosen": None if latest is None else latest.chosen,
             "why": None if latest is None else latest.why,
             "decisions": [decision.to_dict() for decision in self.decisions],
@@ -280,6 +328,7 @@ class AutoBatchSize:
         if self._chosen is None or self.reprofile:
             self._chosen = None
             self._measured = []
+            self._warmups = []
             self._pending = ladder(
                 remaining,
                 max_batch_size=self.max_batch_size,
@@ -308,6 +357,7 @@ class AutoBatchSize:
                 tau=self.tau,
                 max_batch_size=self.max_batch_size,
                 epoch=self._epoch,
+                warmup=self._warmups,
             )
             self._chosen = decision.chosen
         self.decisions.append(decision)
