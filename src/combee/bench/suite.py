@@ -11,7 +11,7 @@ from rich.console import Console
 
 from combee.bench.plan import PRESETS, BenchPlan, parse_configs
 from combee.bench.report import plot, print_report, write_json
-from combee.bench.runner import run_plan
+from combee.bench.runner import installed_extras, run_plan
 from combee.errors import ConfigError
 from combee.sim.config import SimConfig
 
@@ -29,6 +29,8 @@ class BenchOptions:
     max_retries: int | None
     tau: float
     max_batch_size: int
+    dedup: bool | None
+    """Near-duplicate folding (None: on when the ``embed`` extra is installed)."""
     server: dict[str, Any]
     """SimConfig fields given on the command line (None: the preset's or the default)."""
     out: Path
@@ -61,6 +63,7 @@ def _plan(options: BenchOptions, preset_name: str | None) -> BenchPlan:
         concurrency=options.concurrency,
         tau=options.tau,
         max_batch_size=options.max_batch_size,
+        dedup=options.dedup,
         title=f"combee bench {preset_name or 'custom'}: "
         + (preset.description if preset else f"Formula {options.train_limit}"),
         **extra,
@@ -79,6 +82,7 @@ def run_bench(options: BenchOptions, console: Console) -> list[dict[str, Any]]:
     reports: list[dict[str, Any]] = []
     for name, plan in plans:
         console.print(f"[bold]{plan.title}[/]: {len(plan.configs)} configurations", highlight=False)
+        console.print(describe_setup(plan.dedup), highlight=False)
 
         def progress(result: dict[str, Any]) -> None:
             console.print(
@@ -108,3 +112,14 @@ def run_bench(options: BenchOptions, console: Console) -> list[dict[str, Any]]:
     else:
         console.print("matplotlib is not installed: no plot (pip install 'combee[bench]')")
     return reports
+
+
+def describe_setup(dedup: bool | None) -> str:
+    """One line: the extras installed and whether near-duplicate folding runs."""
+    extras = installed_extras()
+    have = ", ".join(name for name, present in extras.items() if present) or "none"
+    if dedup is None:
+        folding = "on (embed installed)" if extras["embed"] else "off (embed not installed)"
+    else:
+        folding = "on" if dedup else "off"
+    return f"extras installed: {have}; near-duplicate folding: {folding}"

@@ -18,6 +18,7 @@ from combee.core.loop import BatchSchedule, IterationReport, LoopObserver
 from combee.core.types import Reflection, Trajectory
 from combee.llm.connect import connect
 from combee.methods.ace import AceMethod, Playbook
+from combee.methods.ace.dedup import default_near_duplicates
 from combee.methods.ace.update import AceUpdate
 from combee.tasks.base import Sample
 from combee.tasks.formula import FormulaTask
@@ -45,6 +46,8 @@ class RunSpec:
     token_budget: int = 8000
     max_tokens: int = 16384
     """Room for the scripted curator's and merger's long replies: a truncated reply is a failure."""
+    dedup: bool | None = None
+    """Near-duplicate folding (None: the default users get, on when ``embed`` is installed)."""
 
 
 class _CountingMethod:
@@ -114,9 +117,13 @@ async def _run(spec: RunSpec) -> dict[str, Any]:
     )
     try:
         await llm.preflight()
+        near = default_near_duplicates(spec.dedup)
         method = _CountingMethod(
-            AceMethod(llm, task.score, token_budget=spec.token_budget, max_tokens=spec.max_tokens)
-        )
+            AceMethod(
+                llm, task.score, token_budget=spec.token_budget, max_tokens=spec.max_tokens,
+                near_duplicates=near,
+            )
+        )  # fmt: skip
         auto: AutoBatchSize | None = None
         schedule: BatchSchedule | int
         if spec.batch_size is None:
@@ -189,6 +196,8 @@ async def _run(spec: RunSpec) -> dict[str, Any]:
         "valid_reflections": method.valid_reflections,
         "reflections_in_a_curate": len(method.reached_curate),
         "playbook_bullets": len(result.final_context),
+        "dedup": near is not None,
+        "near_duplicates": method.inner.lessons.near_duplicates,
         "batch_profile": None if auto is None else auto.profile(),
     }
 

@@ -39,6 +39,13 @@ def bench_command(
     max_batch_size: Annotated[
         int, typer.Option(help="auto: the largest batch size it may choose.")
     ] = DEFAULT_MAX_BATCH_SIZE,
+    dedup: Annotated[
+        bool | None,
+        typer.Option(
+            "--dedup/--no-dedup",
+            help="Near-duplicate folding (default: as combee train, on when embed is installed).",
+        ),
+    ] = None,
     ttft: Annotated[float | None, typer.Option(help="Server: seconds to first token.")] = None,
     decode_tps: Annotated[float | None, typer.Option(help="Server: decode tokens/s.")] = None,
     prompt_tps: Annotated[float | None, typer.Option(help="Server: prompt tokens/s.")] = None,
@@ -71,6 +78,7 @@ def bench_command(
         max_retries=max_retries,
         tau=tau,
         max_batch_size=max_batch_size,
+        dedup=dedup,
         server={
             "ttft_s": ttft,
             "decode_tokens_per_s": decode_tps,
