@@ -6,26 +6,42 @@ CPU, so prompts that share a long prefix (the playbook) must not re-read it: lla
 the previous prompt's key/value cache up to the longest shared prefix, and
 :class:`PromptStateCache` keeps a few more states so that alternating roles (generator,
 reflector, curator: each with its own prefix) still find theirs.
+
+Threads: unless ``n_threads`` is given, each call uses the cores other processes leave free
+(:class:`~combee.llm.local_threads.FreeCores`), and llama.cpp's OpenMP threads spin only briefly
+before sleeping when they wait for each other (:data:`OMP_SPIN_COUNT`): on a busy CPU a call
+then slows by its lost share of the cores, not by orders of magnitude.
+
+Stopping: a running call is abortable. llama.cpp asks an abort callback at every step of its
+computation (prompt and generated tokens alike); the callback reads one byte this backend sets
+when the call is cancelled (asyncio cancellation of :meth:`LocalBackend.complete`, as when
+Ctrl-C or SIGTERM stops a run), when the backend is closed, or when the interpreter exits. The
+call then ends within one step with an :class:`~combee.errors.LLMCallError`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import importlib
 import json
 import logging
 import os
+import sys
+import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
 from combee.errors import ConfigError, LLMCallError
 from combee.llm.bounded import bounded_schema, longest_reply, open_schema
 from combee.llm.local_progress import PROGRESS_EVERY_S, SLOW_CALL_S, CallWatch, slow_call_advice
+from combee.llm.local_threads import FreeCores, available_cores
 from combee.llm.types import Completion, JsonSchema, Request
 
 T = TypeVar("T")
@@ -97,24 +113,105 @@ def _shared_prefix_length(left: Sequence[int], right: Sequence[int]) -> int:
     return length
 
 
-def available_cores() -> int:
-    """CPU cores this process may run on (llama.cpp's default of half of them is much slower)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+__all__ = ["INSTALL_HINT", "LocalBackend", "PromptStateCache", "available_cores"]
+
+OMP_SPIN_COUNT = "1000"
+"""``GOMP_SPINCOUNT`` for llama.cpp's OpenMP threads (the llama-cpp-python wheels link GNU
+OpenMP): how many times a thread that waits for the others checks before it sleeps. OpenMP's
+default (300,000, about a millisecond) is harmless when every thread has a core; on a busy CPU
+the waiting threads spin away the time the late thread needs, and one call ran 44x slower. At
+1,000 a quiet machine measured the same speed. Set only when neither ``GOMP_SPINCOUNT`` nor
+``OMP_WAIT_POLICY`` is set, and only before llama.cpp is first loaded (OpenMP reads it once;
+a process that loaded OpenMP earlier, through another library, keeps that library's setting).
+"""
 
 
 def import_llama_cpp() -> Any:
-    """The ``llama_cpp`` module, or a :class:`ConfigError` telling how to install it."""
+    """The ``llama_cpp`` module, or a :class:`ConfigError` telling how to install it.
+
+    The first import loads llama.cpp and OpenMP: :data:`OMP_SPIN_COUNT` is put in the
+    environment just before, unless the user chose a waiting policy.
+    """
+    if "llama_cpp" not in sys.modules and not (
+        os.environ.get("GOMP_SPINCOUNT") or os.environ.get("OMP_WAIT_POLICY")
+    ):
+        os.environ["GOMP_SPINCOUNT"] = OMP_SPIN_COUNT
     try:
         return importlib.import_module("llama_cpp")
     except ImportError as error:
         raise ConfigError(INSTALL_HINT) from error
 
 
+class _AbortFlag:
+    """One byte llama.cpp reads at every step of a call (nonzero: stop), with no Python code in
+    the loop: the callback is the C library's ``strlen`` on a two-byte buffer, so it returns 0
+    until :meth:`set` writes a character there. (A Python callback would need the interpreter
+    lock at every step of the computation.) Where ``strlen`` is not found, a Python callback
+    reads the same byte."""
+
+    def __init__(self, llama_cpp: Any) -> None:
+        self.buffer = ctypes.create_string_buffer(2)
+        self.callback: Any = _c_strlen_callback(llama_cpp)
+        if self.callback is None:
+            buffer = self.buffer
+            self.callback = llama_cpp.ggml_abort_callback(lambda _data: buffer.raw[0] != 0)
+
+    def install(self, llama_cpp: Any, llama: Any) -> None:
+        llama_cpp.llama_set_abort_callback(
+            llama.ctx, self.callback, ctypes.cast(self.buffer, ctypes.c_void_p)
+        )
+
+    def set(self) -> None:
+        self.buffer[0] = b"x"
+
+    def clear(self) -> None:
+        self.buffer[0] = b"\0"
+
+    def __bool__(self) -> bool:
+        return self.buffer.raw[0] != 0
+
+
+def _c_strlen_callback(llama_cpp: Any) -> Any:
+    try:
+        libc = ctypes.CDLL(None) if os.name != "nt" else ctypes.cdll.msvcrt
+        address = ctypes.cast(libc.strlen, ctypes.c_void_p).value
+    except (OSError, AttributeError):
+        return None
+    return None if address is None else llama_cpp.ggml_abort_callback(address)
+
+
+class _Call:
+    """One request's place in the queue: cancelled before or while it runs."""
+
+    __slots__ = ("cancelled",)
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+
+_LIVE: weakref.WeakSet[LocalBackend] = weakref.WeakSet()
+
+
+def _stop_all_at_exit() -> None:
+    """At interpreter exit, before the worker threads are joined: stop the running calls."""
+    for backend in list(_LIVE):
+        backend.stop()
+
+
+# Runs before ``concurrent.futures`` joins its threads (registered after it, so run first);
+# AttributeError: another Python; RuntimeError: already shutting down.
+with suppress(AttributeError, RuntimeError):
+    threading._register_atexit(_stop_all_at_exit)  # type: ignore[attr-defined]
+
+
 class LocalBackend:
-    """A :class:`~combee.llm.types.Backend` that runs a GGUF model in this process."""
+    """A :class:`~combee.llm.types.Backend` that runs a GGUF model in this process.
+
+    ``n_threads``: the threads llama.cpp computes with. ``None`` (the default) adapts to the
+    machine before each call: the cores this process may run on minus the cores other
+    processes kept busy since the previous call (at least 0.1 s, measured from ``/proc/stat``;
+    see :class:`~combee.llm.local_threads.FreeCores`), at least 1. A number fixes the count.
+    """
 
     def __init__(
         self,
@@ -132,6 +229,15 @@ class LocalBackend:
         self.model = f"local:{self.model_path.name}"
         self.n_ctx = n_ctx
         self.n_threads = n_threads or available_cores()
+        """The most threads a call uses (every one of them when ``n_threads`` was given)."""
+        self.adapt_threads = n_threads is None
+        self.threads_in_use = self.n_threads
+        """The threads of the current or last call."""
+        self._free_cores = FreeCores(self.n_threads)
+        self._abort = _AbortFlag(self._llama_cpp)
+        self._lock = threading.Lock()
+        self._running: _Call | None = None
+        self._stopping = False
         self.seed = seed
         self.verbose = verbose
         self.prompt_cache = PromptStateCache(prompt_cache_states) if prompt_cache_states else None
@@ -143,6 +249,7 @@ class LocalBackend:
         self._formats: dict[tuple[int, int], tuple[JsonSchema, dict[str, Any]]] = {}
         self._progress_every_s = progress_every_s
         self._advised = False
+        _LIVE.add(self)
 
     async def load(self) -> float:
         """Load the model now instead of on the first call; return the load time in seconds."""
@@ -151,12 +258,32 @@ class LocalBackend:
         return self.load_seconds
 
     async def complete(self, request: Request) -> Completion:
-        return await self._run(self._complete_blocking, request)
+        call = _Call()
+        try:
+            return await self._run(self._complete_blocking, request, call)
+        except asyncio.CancelledError:
+            self._cancel(call)
+            raise
+
+    def stop(self) -> None:
+        """Stop the running call within one step of llama.cpp, and refuse the queued ones
+        (each ends in an :class:`LLMCallError`). Safe from any thread; :meth:`aclose` calls it.
+        """
+        with self._lock:
+            self._stopping = True
+            self._abort.set()
+
+    def _cancel(self, call: _Call) -> None:
+        with self._lock:
+            call.cancelled = True
+            if self._running is call:
+                self._abort.set()
 
     async def aclose(self) -> None:
         if self._closed:
             return
         self._closed = True
+        self.stop()
         await asyncio.get_running_loop().run_in_executor(self._worker, self._unload)
         self._worker.shutdown(wait=True)
 
@@ -175,8 +302,8 @@ class LocalBackend:
             llama = self._llama_cpp.Llama(
                 model_path=str(self.model_path),
                 n_ctx=self.n_ctx,
-                n_threads=self.n_threads,
-                n_threads_batch=self.n_threads,
+                n_threads=self.threads_in_use,
+                n_threads_batch=self.threads_in_use,
                 seed=self.seed,
                 verbose=self.verbose,
             )
@@ -187,13 +314,52 @@ class LocalBackend:
             ) from error
         if self.prompt_cache is not None:
             llama.set_cache(self.prompt_cache)
+        self._abort.install(self._llama_cpp, llama)
         self.load_seconds = time.perf_counter() - started
         logger.info("loaded %s in %.1f s", self.model_path.name, self.load_seconds)
         self._llama = cast(_Llama, llama)
         return self._llama
 
-    def _complete_blocking(self, request: Request) -> Completion:
-        llama = self._ensure_loaded()
+    def _apply_threads(self, llama: Any) -> int:
+        """Set the call's thread count (see the class docstring); return it."""
+        if not self.adapt_threads:
+            return self.threads_in_use
+        threads = self._free_cores.measure()
+        if threads != self.threads_in_use:
+            busy = self._free_cores.busy_elsewhere or 0.0
+            logger.info(
+                "%s: computing with %d thread(s) (other processes keep %.1f of %d cores busy)",
+                self.model, threads, busy, os.cpu_count() or self.n_threads,
+            )  # fmt: skip
+            self._llama_cpp.llama_set_n_threads(llama.ctx, threads, threads)
+            self.threads_in_use = threads
+        return threads
+
+    def _begin(self, call: _Call) -> None:
+        with self._lock:
+            if self._stopping or call.cancelled:
+                raise LLMCallError(f"{self.model}: the call was stopped before it started")
+            self._running = call
+            self._abort.clear()
+
+    def _end(self) -> None:
+        with self._lock:
+            self._running = None
+
+    def _complete_blocking(self, request: Request, call: _Call) -> Completion:
+        self._begin(call)
+        try:
+            return self._complete_running(request)
+        finally:
+            self._end()
+
+    def _complete_running(self, request: Request) -> Completion:
+        if not self.adapt_threads or self._llama is not None:
+            llama = self._ensure_loaded()
+            self._apply_threads(llama)
+        else:  # the first call: load with the count measured now
+            self.threads_in_use = self._free_cores.measure()
+            llama = self._ensure_loaded()
         arguments = self._arguments(request)
         label = "call" if request.json_schema is None else f"{request.json_schema.name} call"
         started = time.perf_counter()
@@ -211,6 +377,8 @@ class LocalBackend:
                 f"{self.model}: the local model rejected the call: {error}"
             ) from error
         except RuntimeError as error:
+            if self._abort:
+                raise LLMCallError(f"{self.model}: the call was stopped") from None
             raise LLMCallError(f"{self.model}: the local model failed: {error}") from error
         latency = time.perf_counter() - started
         choice: Mapping[str, Any] = reply["choices"][0]
@@ -219,7 +387,7 @@ class LocalBackend:
             self._advised = True
             tokens = (int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)))
             advice = slow_call_advice(
-                self.model, label, latency, tokens, request.max_tokens, self.n_threads
+                self.model, label, latency, tokens, request.max_tokens, self.threads_in_use
             )
             logger.warning("%s", advice)
         return Completion(
