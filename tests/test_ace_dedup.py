@@ -154,3 +154,29 @@ def test_a_run_with_dedup_counts_folded_lessons_in_its_metrics(tmp_path: Path) -
     totals = json.loads((tmp_path / "run" / "final_results.json").read_text())
     assert totals["near_duplicates"] == sum(row["near_duplicates"] for row in rows)
     assert result.summary["playbook_bullets"] >= 1
+
+
+def test_only_lessons_that_could_fold_are_embedded_and_in_one_batch() -> None:
+    embedder = WordEmbedder()
+    near = NearDuplicates(embedder, threshold=0.8)
+    start = apply_operations(
+        Playbook(),
+        [add("the Vouthul rate is 3.5"), add("the Hoquoth rate is 2.1")],
+        token_budget=None,
+    ).playbook
+    ops = [
+        add("the Quenby rate is 7.25"),  # names what no bullet names: never compared
+        add("the Vouthul rate is 3.5 percent"),  # compared with the Vouthul bullet only
+    ]
+    result = apply_operations(start, ops, token_budget=None, near_duplicates=near)
+    assert embedder.calls == [["the Vouthul rate is 3.5 percent", "the Vouthul rate is 3.5"]]
+    assert result.near_duplicates == 1 and len(result.playbook) == 3
+    # A lesson that names no specific is compared with every bullet, all embedded at once.
+    apply_operations(
+        result.playbook, [add("always state the rate")], token_budget=None, near_duplicates=near
+    )
+    assert embedder.calls[1] == [
+        "always state the rate",
+        "the Hoquoth rate is 2.1",
+        "the Quenby rate is 7.25",
+    ]

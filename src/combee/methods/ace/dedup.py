@@ -50,11 +50,11 @@ _MAX_CACHED = 4096
 class NearDuplicates:
     """Finds the bullet a new lesson repeats, by cosine similarity of embeddings.
 
-    Vectors are cached by text (unit length, as numpy rows), so each bullet is embedded once
-    per run (up to a few thousand texts; then the cache starts again); :meth:`prepare` embeds
-    an update's lessons in one batch before they are compared one by one. Comparing a lesson
-    with the playbook is one matrix product; the specifics check runs only on the bullets at or
-    above the threshold.
+    Only texts whose specifics nest are compared, so a lesson that names what no bullet names
+    is never embedded. Vectors are cached by text (unit length, as numpy rows), so each bullet
+    is embedded once per run (up to a few thousand texts; then the cache starts again);
+    :meth:`prepare` embeds what an update's comparisons will need in one batch. Comparing a
+    lesson with its candidates is one matrix product.
     """
 
     def __init__(self, embedder: Embedder, *, threshold: float = DEFAULT_THRESHOLD) -> None:
@@ -67,28 +67,35 @@ class NearDuplicates:
         self._vectors: dict[str, Any] = {}
         self._np: Any = _numpy()
 
-    def prepare(self, texts: Iterable[str]) -> None:
-        """Embed, in one batch, every text of ``texts`` not embedded yet."""
-        self._embed(list(texts))
+    def prepare(self, lessons: Iterable[str], bullets: Iterable[str]) -> None:
+        """Embed, in one batch, the texts that comparing ``lessons`` (in order, each with the
+        bullets and the lessons before it) will need."""
+        pool = _SpecificsIndex(bullets)
+        needed: dict[str, None] = {}
+        for lesson in lessons:
+            partners = pool.nesting(lesson)
+            if partners:
+                needed[lesson] = None
+                needed.update(dict.fromkeys(partners))
+            pool.add(lesson)
+        self._embed(list(needed))
 
     def closest(self, text: str, candidates: Sequence[str]) -> tuple[int, float] | None:
         """The index of the candidate ``text`` repeats and their similarity: the most similar
-        one at or above the threshold whose specifics nest with those of ``text``; None when
-        there is none."""
-        if not candidates:
-            return None
-        self._embed([text, *candidates])
-        np = self._np
-        rows = np.stack([self._vectors[candidate] for candidate in candidates])
-        scores = rows @ self._vectors[text]
-        above = np.flatnonzero(scores >= self.threshold)
-        if above.size == 0:
-            return None
+        one whose specifics nest with those of ``text``, if it reaches the threshold."""
         mine = specifics(text)
-        for index in above[np.argsort(-scores[above], kind="stable")]:
-            if _nested(mine, specifics(candidates[index])):
-                return int(index), float(scores[index])
-        return None
+        nesting = [
+            i for i, candidate in enumerate(candidates) if _nested(mine, specifics(candidate))
+        ]
+        if not nesting:
+            return None
+        self._embed([text, *(candidates[i] for i in nesting)])
+        rows = self._np.stack([self._vectors[candidates[i]] for i in nesting])
+        scores = rows @ self._vectors[text]
+        best = int(scores.argmax())  # the first of equals, as candidates are ordered
+        if scores[best] < self.threshold:
+            return None
+        return nesting[best], float(scores[best])
 
     def _embed(self, texts: Sequence[str]) -> None:
         missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
@@ -107,6 +114,33 @@ class NearDuplicates:
         vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
         for text, vector in zip(missing, vectors, strict=True):
             self._vectors[text] = vector
+
+
+class _SpecificsIndex:
+    """Texts by the specifics they name, to find those whose specifics nest with a new
+    text's without comparing it with every text."""
+
+    def __init__(self, texts: Iterable[str] = ()) -> None:
+        self._plain: list[str] = []  # texts that name no specific: they nest with any
+        self._by_specific: dict[str, list[str]] = {}
+        self._all: list[str] = []
+        for text in texts:
+            self.add(text)
+
+    def add(self, text: str) -> None:
+        self._all.append(text)
+        found = specifics(text)
+        if not found:
+            self._plain.append(text)
+        for specific in found:
+            self._by_specific.setdefault(specific, []).append(text)
+
+    def nesting(self, text: str) -> list[str]:
+        mine = specifics(text)
+        if not mine:
+            return list(self._all)
+        sharing = dict.fromkeys(t for s in mine for t in self._by_specific.get(s, ()))
+        return [*self._plain, *(t for t in sharing if _nested(mine, specifics(t)))]
 
 
 @functools.lru_cache(maxsize=_MAX_CACHED)

@@ -364,12 +364,8 @@ def apply_operations(
     operations = list(operations)
     if near_duplicates is not None:  # one batch of embeddings instead of one per lesson
         lessons = [op.get("content") for op in operations if isinstance(op, Mapping)]
-        near_duplicates.prepare(
-            [
-                *(b.content for b in playbook.bullets),
-                *(normalize_content(t) for t in lessons if isinstance(t, str)),
-            ]
-        )
+        texts = [normalize_content(text) for text in lessons if isinstance(text, str)]
+        near_duplicates.prepare(texts, [bullet.content for bullet in playbook.bullets])
     draft = _Draft(playbook, near_duplicates)
     applied: list[dict[str, Any]] = []
     rejected: list[tuple[Any, str]] = []
