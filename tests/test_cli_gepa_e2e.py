@@ -80,13 +80,14 @@ def test_auto_batch_size_profiles_then_runs_gepa_at_the_chosen_size(tmp_path: Pa
     assert all(m["t_iter_s"] > 0 for m in decision["measurements"])
     chosen = profile["chosen"]
     assert 2 <= chosen <= 8 and f"chose {chosen}" in profile["why"]
+    assert [m["batch_size"] for m in decision["warmup"]] == [2]  # left out of the fit
     metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     sizes = [m["batch_size"] for m in metrics]
-    assert sizes[:3] == rungs
-    assert len(sizes) > 3 and set(sizes[3:]) == {chosen}
+    assert sizes[:4] == [2, *rungs]
+    assert len(sizes) > 4 and set(sizes[4:]) == {chosen}
     # The profile measured the iterations without their validation passes, which only accepted
     # candidates have.
-    for row, measured in zip(metrics[:3], decision["measurements"], strict=True):
+    for row, measured in zip(metrics[1:4], decision["measurements"], strict=True):
         assert abs(row["wall_s"] - measured["t_iter_s"]) < 1e-3
     accepted = [m for m in metrics if m["accepted"]]
     assert accepted and all(m["validation_s"] > 0 for m in accepted)
