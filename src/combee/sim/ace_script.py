@@ -15,7 +15,17 @@ for the role, in a way that makes learning observable:
   the curator reads each lesson of such a summary as it reads a reflection's.
 
 A simulated task whose gold answers are ``scripted_answer(question)`` is therefore solved once the
-playbook holds a lesson about the question's formula. Pure functions, no I/O.
+playbook holds a lesson about the question's formula.
+
+Plain-prompt ACE clients (the ACE roles asked for in one user message, as the public ACE
+implementation does, with ``response_format`` json_object or none) are answered too, in the same
+way and with replies of the same size: the role is recognised by the JSON keys of the answer
+template that ends the prompt (``final_answer``: generator; ``key_insight``: reflector;
+``operations``: curator), and the prompt's parts by their ``**Heading:**`` lines (question,
+context, playbook, predicted and ground-truth answers; a reply is correct when the two agree).
+The curator reads the ``key_insight`` of every reflection in the prompt (JSON or ``key: value``
+text) and adds one bullet per new lesson to a section named by the playbook's ``## `` headings.
+Pure functions, no I/O.
 """
 
 from __future__ import annotations
@@ -31,7 +41,7 @@ from combee.methods.ace.prompts import (
     MERGE_BY_EXCEPTION_SYSTEM,
     SYSTEM_PROMPTS,
 )
-from combee.sim.responders import echo_responder
+from combee.sim.responders import echo_responder, last_user_text
 
 _FORMULA_RE = re.compile(r"Use formula (?P<name>.+?) to answer", re.IGNORECASE)
 _DEFINITION_RE = re.compile(r"Formula:\s*(?P<name>[^=\n]+?)\s*=")
@@ -91,9 +101,13 @@ def _mentions(bullet_text: str, topic: str) -> bool:
 
 
 def _generator(prompt: str) -> dict[str, Any]:
-    question = _block(prompt, "question")
-    topic = topic_of(question, _block(prompt, "context"))
-    bullets = _bullets(_block(prompt, "playbook"))
+    return _answer(
+        _block(prompt, "question"), _block(prompt, "context"), _bullets(_block(prompt, "playbook"))
+    )
+
+
+def _answer(question: str, context: str, bullets: list[tuple[str, str]]) -> dict[str, Any]:
+    topic = topic_of(question, context)
     relevant = [bullet_id for bullet_id, text in bullets if _mentions(text, topic)]
     if relevant:
         return {
@@ -131,16 +145,23 @@ def _reflector(prompt: str) -> dict[str, Any]:
     if "<trajectory>" in prompt:
         return _trace_reflector(prompt)
     question = _block(prompt, "question")
-    topic = topic_of(question, _block(prompt, "context"))
-    correct = _block(prompt, "outcome").strip() == "correct"
+    return _lesson(
+        topic_of(question, _block(prompt, "context")),
+        f"Sample {_block(prompt, 'sample_id')}",
+        _block(prompt, "outcome").strip() == "correct",
+        _bullets(_block(prompt, "cited_bullets")),
+    )
+
+
+def _lesson(topic: str, sample: str, correct: bool, cited: list[tuple[str, str]]) -> dict[str, Any]:
     tags = []
-    for bullet_id, text in _bullets(_block(prompt, "cited_bullets")):
+    for bullet_id, text in cited:
         tag = "helpful" if _mentions(text, topic) else "neutral"
         if not correct:
             tag = "harmful"
         tags.append({"id": bullet_id, "tag": tag})
     return {
-        "reasoning": f"Sample {_block(prompt, 'sample_id')} is about {topic}.",
+        "reasoning": f"{sample} is about {topic}.",
         "error_identification": "" if correct else f"The {topic} result was wrong.",
         "root_cause_analysis": "" if correct else f"The {topic} formula was not applied.",
         "correct_approach": f"Apply the {topic} formula step by step.",
@@ -160,19 +181,31 @@ def _allowed_sections(prompt: str) -> list[str]:
 def _curator(prompt: str) -> dict[str, Any]:
     """One ADD per lesson that is new: not already in the playbook, not already added by this
     call (what the curator prompt asks of a real model)."""
-    sections = _allowed_sections(prompt) or ["other"]
-    known = {_normal(text).casefold() for _, text in _bullets(_block(prompt, "playbook"))}
-    operations = []
+    insights = []
     for chunk in _REFLECTION_RE.split(prompt)[1:]:
         match = re.search(r"^\s*key_insight: (.+)$", chunk, re.MULTILINE)
         if match:
-            content = match.group(1).strip()
-            key = _normal(content).casefold()
-            if key in known:
-                continue
-            known.add(key)
-            section = sections[_digest(content) % len(sections)]
-            operations.append({"type": "ADD", "section": section, "content": content})
+            insights.append(match.group(1).strip())
+    return _additions(
+        insights,
+        _bullets(_block(prompt, "playbook")),
+        _allowed_sections(prompt) or ["other"],
+    )
+
+
+def _additions(
+    insights: list[str], bullets: list[tuple[str, str]], sections: list[str]
+) -> dict[str, Any]:
+    """One ADD per insight that is not a bullet yet and not added earlier in this reply."""
+    known = {_normal(text).casefold() for _, text in bullets}
+    operations = []
+    for content in insights:
+        key = _normal(content).casefold()
+        if key in known:
+            continue
+        known.add(key)
+        section = sections[_digest(content) % len(sections)]
+        operations.append({"type": "ADD", "section": section, "content": content})
     reasoning = f"{len(operations)} new lesson(s) from the reflections."
     return {"operations": operations, "reasoning": reasoning}
 
@@ -256,6 +289,89 @@ def _next_action(prompt: str) -> dict[str, Any]:
     }
 
 
+_HEADING_RE = re.compile(r"^\*\*(?P<name>[^*\n]+?):\*\*[ \t]*$", re.MULTILINE)
+_TEMPLATE_RE = re.compile(r"^\{", re.MULTILINE)
+_KEY_RE = re.compile(r'"(\w+)"\s*:')
+_PLAYBOOK_SECTION_RE = re.compile(r"^##\s+(?P<name>\S.*?)\s*$", re.MULTILINE)
+_ANY_INSIGHT_RE = re.compile(
+    r'"key_insight"\s*:\s*(?P<json>"(?:[^"\\]|\\.)*")|^\s*key_insight: (?P<text>.+)$', re.MULTILINE
+)
+
+
+def template_keys(prompt: str) -> set[str]:
+    """The JSON keys of the answer template that ends a plain prompt (from the last line that
+    opens a JSON object to the end)."""
+    starts = list(_TEMPLATE_RE.finditer(prompt))
+    return set(_KEY_RE.findall(prompt[starts[-1].start() :])) if starts else set()
+
+
+def _headed_parts(prompt: str) -> dict[str, str]:
+    """The text under each ``**Heading:**`` line, by lower-cased heading."""
+    marks = list(_HEADING_RE.finditer(prompt))
+    ends = [mark.start() for mark in marks[1:]] + [len(prompt)]
+    parts: dict[str, str] = {}
+    for mark, end in zip(marks, ends[: len(marks)], strict=True):
+        parts.setdefault(mark["name"].strip().casefold(), prompt[mark.end() : end].strip())
+    return parts
+
+
+def _part(parts: Mapping[str, str], *words: str) -> str:
+    """The first part whose heading contains every word (headings in prompt order)."""
+    for name, text in parts.items():
+        if all(word in name for word in words):
+            return text
+    return ""
+
+
+def _playbook_bullets(parts: Mapping[str, str]) -> list[tuple[str, str]]:
+    return [b for name, text in parts.items() if "playbook" in name for b in _bullets(text)]
+
+
+def _same_answer(predicted: str, truth: str) -> bool:
+    try:
+        return float(predicted.replace(",", "")) == float(truth.replace(",", ""))
+    except ValueError:
+        return _normal(predicted) == _normal(truth)
+
+
+def _plain_generator(parts: Mapping[str, str]) -> dict[str, Any]:
+    return _answer(parts.get("question", ""), parts.get("context", ""), _playbook_bullets(parts))
+
+
+def _plain_reflector(parts: Mapping[str, str]) -> dict[str, Any]:
+    question = parts.get("question", "")
+    truth = _part(parts, "ground truth")
+    correct = bool(truth) and _same_answer(_part(parts, "predicted"), truth)
+    topic = topic_of(question, parts.get("context", ""))
+    return _lesson(topic, "This sample", correct, _playbook_bullets(parts))
+
+
+def _plain_curator(prompt: str, parts: Mapping[str, str]) -> dict[str, Any]:
+    insights = []
+    for match in _ANY_INSIGHT_RE.finditer(prompt):
+        text = json.loads(match["json"]) if match["json"] else match["text"]
+        if isinstance(text, str) and text.strip():
+            insights.append(text.strip())
+    playbook = "\n".join(text for name, text in parts.items() if "playbook" in name)
+    sections = [m["name"] for m in _PLAYBOOK_SECTION_RE.finditer(playbook)] or ["others"]
+    return _additions(insights, _playbook_bullets(parts), sections)
+
+
+def plain_ace_reply(prompt: str) -> dict[str, Any] | None:
+    """The reply to a plain-prompt ACE role request, or None when the prompt asks for none."""
+    keys = template_keys(prompt)
+    if not keys & {"operations", "key_insight", "final_answer"}:
+        return None
+    parts = _headed_parts(prompt)
+    if "operations" in keys:
+        return _plain_curator(prompt, parts)
+    if "key_insight" in keys:
+        return _plain_reflector(parts)
+    if "final_answer" in keys:
+        return _plain_generator(parts)
+    return None
+
+
 _ROLES = {
     "generator": _generator,
     "next_action": _next_action,
@@ -287,6 +403,9 @@ def ace_responder(body: Mapping[str, Any]) -> str:
     messages = [m for m in raw if isinstance(m, Mapping)] if isinstance(raw, list) else []
     role = _role(body, messages)
     if role is None:
+        plain = plain_ace_reply(last_user_text(body))
+        if plain is not None:
+            return json.dumps(plain)
         return echo_responder(body)  # e.g. a client's connectivity check
     prompt = next((str(m.get("content", "")) for m in messages if m.get("role") == "user"), "")
     reply = _ROLES[role](prompt)
