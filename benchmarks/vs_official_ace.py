@@ -37,12 +37,16 @@ then, from Combee's environment::
     python benchmarks/vs_official_ace.py --ace-repo ace --ace-python ace-venv/bin/python \\
         [--batch-sizes 40 100] [--rounds 3] [--also-no-dedup] [--out vs-ace.json]
 
-Settings of the public trainer: its defaults (``max_num_rounds`` 3 reflect-and-retry rounds for
-a wrong answer, augmented shuffling with factor 2, curator chunk = batch size, ``max_tokens``
-4096, no bullet-point analyzer) except: no validation or test set; ``eval_steps`` set beyond the
-epoch (its periodic evaluation at a step multiple of ``eval_steps`` fails with an empty validation
-set); ``json_mode`` on (``response_format`` json_object), so that it reads the generator's
-``bullet_ids`` from the JSON reply as Combee does (``--official-plain-text`` turns it off).
+Settings of the public trainer: its defaults (``max_num_rounds`` 3 reflect-and-retry rounds for a
+wrong answer, augmented shuffling with factor 2, curator chunk = batch size, ``max_tokens`` 4096
+(``--official-max-tokens``), no bullet-point analyzer) except: no validation or test set;
+``eval_steps`` set beyond the epoch (its periodic evaluation at a step multiple of ``eval_steps``
+fails with an empty validation set); ``json_mode`` on (``response_format`` json_object), so that
+it reads the generator's ``bullet_ids`` from the JSON reply as Combee does
+(``--official-plain-text`` turns it off). At batch 100 its curator chunks hold 100 reflections;
+when their reply (one ADD per new lesson) passes ``max_tokens`` the server cuts it off, the
+curator's JSON does not parse and the chunk adds nothing (``curator_failures`` in the JSON): raise
+``--official-max-tokens`` to compare with a playbook that grows.
 Its token counter needs tiktoken's ``cl100k_base`` file: offline, point ``--tiktoken-cache`` at a
 directory holding it (by default the copy shipped inside ``litellm`` is used when installed).
 """
@@ -230,7 +234,7 @@ def run_official(
         "batch_size": batch,
         "train_limit": args.train_limit,
         "max_num_rounds": args.official_max_rounds,
-        "max_tokens": 4096,
+        "max_tokens": args.official_max_tokens,
         "json_mode": not args.official_plain_text,
         "save_dir": str(save_dir),
         "seed": 0,
@@ -351,7 +355,7 @@ def summary_rows(runs: dict[str, dict[str, list[dict[str, Any]]]]) -> list[dict[
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    header = f"{'batch':>5}  {'tool':<16} {'train s per round':<26} {'median':>7} "
+    header = f"{'batch':>5}  {'tool':<18} {'train s per round':<26} {'median':>7} "
     header += f"{'process s':>9} {'calls':>6}  {'official/this':>13}"
     print(header)
     print("-" * len(header))
@@ -359,7 +363,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         rounds = ", ".join(f"{x:.2f}" for x in row["train_s"])
         ratio = "" if row["official_over_this"] is None else f"{row['official_over_this']:.2f}x"
         print(
-            f"{row['batch']:>5}  {row['tool']:<16} {rounds:<26} {row['median_train_s']:>7.2f} "
+            f"{row['batch']:>5}  {row['tool']:<18} {rounds:<26} {row['median_train_s']:>7.2f} "
             f"{row['median_process_s']:>9.2f} {row['llm_calls']:>6}  {ratio:>13}"
         )
 
@@ -388,6 +392,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--train-limit", type=int, default=200)
     parser.add_argument("--also-no-dedup", action="store_true", help="also combee --no-dedup")
     parser.add_argument("--official-max-rounds", type=int, default=3, help="its max_num_rounds")
+    parser.add_argument(
+        "--official-max-tokens", type=int, default=4096, help="its max_tokens per call"
+    )
     parser.add_argument("--official-plain-text", action="store_true", help="json_mode off")
     parser.add_argument("--ttft", type=float, default=0.3)
     parser.add_argument("--decode-tps", type=float, default=100_000.0)
@@ -455,7 +462,7 @@ def main() -> None:
                 "json_mode": not args.official_plain_text,
                 "augmented_shuffling_factor": 2,
                 "curator_batch_size": "= batch size",
-                "max_tokens": 4096,
+                "max_tokens": args.official_max_tokens,
                 "eval_steps": "beyond the epoch (no validation)",
                 "tiktoken_cache": args.tiktoken_cache,
             },
