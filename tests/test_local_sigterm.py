@@ -22,12 +22,12 @@ def test_sigterm_during_an_embedded_call_stops_the_run_within_seconds(tmp_path: 
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
     out = tmp_path / "run"
     env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
-    # Two iterations of two samples, long replies allowed: iteration 2's calls run for many
-    # seconds each, so the signal lands in the middle of one.
+    # Two iterations of one sample, long replies allowed (the small model often writes up to
+    # the bound): iteration 2's calls run for many seconds each, so the signal lands in one.
     process = subprocess.Popen(
         [COMBEE, "train", "--model", "local:smollm2", "--task", "formula",
-         "--strategy", "combee", "--batch-size", "2", "--train-limit", "4", "--val-limit", "0",
-         "--test-limit", "1", "--max-tokens", "2048", "--out", str(out)],
+         "--strategy", "sequential", "--batch-size", "1", "--train-limit", "2", "--val-limit",
+         "0", "--test-limit", "1", "--max-tokens", "2048", "--out", str(out)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     metrics = out / "metrics.jsonl"
@@ -60,7 +60,7 @@ def test_sigterm_during_an_embedded_call_stops_the_run_within_seconds(tmp_path: 
     assert "interrupted" in stderr and "Traceback" not in stderr, stderr
     # The finished iteration is kept; the interrupted one left nothing half-written.
     rows = [json.loads(line) for line in metrics.read_text().splitlines()]
-    assert len(rows) == 1 and rows[0]["batch_size"] == 2
+    assert len(rows) == 1 and rows[0]["batch_size"] == 1
     assert (out / "config.json").exists()
     assert (out / "contexts" / "iter_0001.txt").exists()
     assert not (out / "final_results.json").exists()
