@@ -22,6 +22,7 @@ from combee.offline_eval import NextActionResult, evaluate_next_actions, evaluat
 from combee.results import EvalResult, TrainResult
 from combee.resume import resume, resume_async
 from combee.strategies.registry import STRATEGIES
+from combee.tasks.agent import AgentTask, Episode, with_playbook
 from combee.tasks.base import Sample, Score, Splits, Task
 from combee.tasks.registry import TASKS
 from combee.tasks.samples import SampleTask
@@ -36,11 +37,13 @@ __all__ = [
     "METHODS",
     "STRATEGIES",
     "TASKS",
+    "AgentTask",
     "AsyncioExecutor",
     "CombeeError",
     "ConfigError",
     "DatasetError",
     "EndpointError",
+    "Episode",
     "EvalResult",
     "Executor",
     "LLMCallError",
@@ -73,4 +76,5 @@ __all__ = [
     "resume_async",
     "train",
     "train_async",
+    "with_playbook",
 ]

@@ -19,6 +19,7 @@ from combee.core.executor import AsyncioExecutor, Executor
 from combee.core.learner import Learner
 from combee.core.loop import BatchSchedule, LoopConfig, LoopObserver, ObserverGroup
 from combee.core.types import Strategy
+from combee.episodes import episode_summary, paired_outcomes
 from combee.errors import CombeeError, ConfigError, RunFailedError
 from combee.evaluation import observed_evaluation
 from combee.llm.client import LLM
@@ -48,6 +49,7 @@ from combee.runs import (
     resume_point,
 )
 from combee.sync import run_sync
+from combee.tasks.agent import AgentTask
 from combee.tasks.base import Sample, Task
 
 T = TypeVar("T")
@@ -137,6 +139,10 @@ async def train_async(
     whole(max_tokens, "max_tokens", least=1)
     whole(max_metric_calls, "max_metric_calls", least=1)
     the_task = task_of(task, data=data, scorer=scorer, seed=seed)
+    if isinstance(the_task, AgentTask):  # episodes of the task's agent are the rollouts
+        method = "ace-agent" if method == "ace" else method
+        agent_options = {"agent": the_task.agent, "playbook_text": the_task.playbook_text}
+        method_options = {**agent_options, **(method_options or {})}
     the_strategy = strategy_of(
         strategy, duplication=duplication, fan_in=fan_in, seed=seed, top_k=top_k
     )
@@ -282,6 +288,8 @@ async def _run(
             learner, context, test_set, executor, watchers, "baseline test"
         )
         summary["baseline_test_accuracy"] = before.accuracy()
+        if _has_episodes(before):
+            summary.update(episode_summary("baseline_test", before))
     observer: LoopObserver = watchers
     recorder: RunRecorder | None = None
     if out is not None:
@@ -342,6 +350,10 @@ async def _run(
             **usage_summary(client.usage()),
         }
     )
+    if _has_episodes(test):
+        summary.update(episode_summary("test", test))
+        if baseline and test_set:
+            summary["test_paired"] = paired_outcomes(before, test)
     if getattr(schedule, "decisions", None):
         summary["chosen_batch_size"] = getattr(schedule, "chosen", None)
     if out is not None:
@@ -359,6 +371,10 @@ async def _run(
 def train(task: str | Task, **settings: Any) -> TrainResult:
     """:func:`train_async` for synchronous callers (see it for the settings)."""
     return run_sync(train_async(task, **settings), async_name="combee.train_async")
+
+
+def _has_episodes(evaluation: Any) -> bool:
+    return any("episode" in t.details for t in getattr(evaluation, "trajectories", ()))
 
 
 def _describe(initial_context: Any) -> str | None:

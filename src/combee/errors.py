@@ -85,3 +85,8 @@ class LLMCallError(CombeeError):
 
 class InvalidReplyError(LLMCallError):
     """The model's reply stayed invalid for the role's schema after the one re-ask."""
+
+
+class SampleError(CombeeError):
+    """One sample could not be run (an agent that raised or returned no episode); the run
+    records it as that sample's failure and goes on."""

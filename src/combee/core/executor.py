@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from combee.core.types import Reflection, Trajectory
-from combee.errors import LLMCallError
+from combee.errors import LLMCallError, SampleError
 from combee.tasks.base import Sample, Score
 
 
@@ -83,7 +83,7 @@ async def map_sample(
             return MapOutcome(sample, trajectory)
         stage = "reflect"
         return MapOutcome(sample, trajectory, await method.reflect(context, trajectory))
-    except LLMCallError as error:
+    except (LLMCallError, SampleError) as error:
         empty = score("", sample) if score is not None and trajectory is None else None
         return MapOutcome(
             sample, trajectory, failure=SampleFailure(sample.id, stage, str(error), empty)

@@ -15,13 +15,14 @@ from typing import Any
 from combee.core.learner import Learner
 from combee.errors import ConfigError
 from combee.llm.types import ChatModel
-from combee.methods.ace.learner import ace_learner, ace_traces_learner
+from combee.methods.ace.learner import ace_agent_learner, ace_learner, ace_traces_learner
 from combee.plugins import Registry, call_with_accepted
 from combee.tasks.base import Sample, Score
 
 METHODS: Registry[Learner[Any]] = Registry("method", "combee.methods", setting="method")
 METHODS.register("ace", ace_learner)
 METHODS.register("ace-traces", ace_traces_learner)
+METHODS.register("ace-agent", ace_agent_learner)
 
 
 def _gepa(llm: ChatModel, score: Callable[[str, Sample], Score], **options: Any) -> Learner[Any]:

@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from combee.core.learner import LoopLearner
 from combee.errors import ConfigError
 from combee.llm.types import ChatModel
+from combee.methods.ace.agent import AgentAceMethod
 from combee.methods.ace.dedup import default_near_duplicates
 from combee.methods.ace.method import AceMethod
 from combee.methods.ace.playbook import Playbook
 from combee.methods.ace.traces import TRANSCRIPT_TOKENS, TraceAceMethod
+from combee.tasks.agent import Agent, AgentLLM, playbook_section
 from combee.tasks.base import Sample, Score
 from combee.tasks.traces.model import Trace
+
+EPISODES_FILE = "episodes.jsonl"
+"""The training episodes of an ``ace-agent`` run, in its run directory."""
 
 
 class AceLearner(LoopLearner[Playbook]):
@@ -131,4 +137,38 @@ def ace_traces_learner(
             screen=screen,
         ),
         name="ace-traces",
+    )
+
+
+def ace_agent_learner(
+    llm: AgentLLM,
+    score: Callable[[str, Sample], Score],
+    *,
+    agent: Agent,
+    playbook_text: Callable[[str], str] = playbook_section,
+    token_budget: int | None = 8000,
+    temperature: float = 0.0,
+    max_tokens: int = 2048,
+    dedup: bool | None = None,
+    screen: bool = True,
+    transcript_tokens: int = TRANSCRIPT_TOKENS,
+    run_dir: Path | None = None,
+) -> AceLearner:
+    """The registered ``ace-agent`` method: ACE on live episodes of ``agent`` (the samples of a
+    :class:`combee.tasks.agent.AgentTask`); with ``run_dir``, the training episodes are kept in
+    ``episodes.jsonl`` there."""
+    return AceLearner(
+        AgentAceMethod(
+            llm,
+            agent=agent,
+            playbook_text=playbook_text,
+            episodes_file=None if run_dir is None else Path(run_dir) / EPISODES_FILE,
+            transcript_tokens=transcript_tokens,
+            token_budget=token_budget,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            near_duplicates=default_near_duplicates(dedup),
+            screen=screen,
+        ),
+        name="ace-agent",
     )

@@ -54,7 +54,12 @@ class TraceAceMethod(AceMethod):
         return Trajectory(sample=sample, prediction="", score=recorded_score(trace))
 
     async def reflect(self, context: Playbook, trajectory: Trajectory) -> Reflection:
-        trace = _trace_of(trajectory.sample)
+        return await self.reflect_on(context, _trace_of(trajectory.sample), trajectory)
+
+    async def reflect_on(
+        self, context: Playbook, trace: Trace, trajectory: Trajectory
+    ) -> Reflection:
+        """One reflector call on ``trace`` (the attempt behind ``trajectory``)."""
         shown = render_transcript(trace.messages, max_tokens=self.transcript_tokens)
         if shown.cuts:
             self.cut_traces[trace.id] = shown.cuts

@@ -1,0 +1,84 @@
+"""ACE on live agent episodes: the rollout runs the agent, the reflector reads the episode.
+
+The episode becomes a :class:`~combee.tasks.traces.model.Trace` and is reflected on exactly as a
+recorded trace is (:class:`~combee.methods.ace.traces.TraceAceMethod`); everything after
+reflection is ACE's as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from combee.core.types import Reflection, Trajectory
+from combee.methods.ace.playbook import Playbook
+from combee.methods.ace.traces import TraceAceMethod
+from combee.tasks.agent import (
+    Agent,
+    AgentLLM,
+    Episode,
+    episode_record,
+    episode_score,
+    episode_trace,
+    playbook_section,
+    run_agent,
+)
+from combee.tasks.base import Sample, Score
+
+log = logging.getLogger(__name__)
+
+
+class AgentAceMethod(TraceAceMethod):
+    """:class:`TraceAceMethod` whose trace is a fresh episode of ``agent``.
+
+    ``episodes_file``: each training episode is appended there as it is reflected on, one line
+    of the OpenAI chat trace format with its outcome (``combee learn`` reads it back).
+    """
+
+    def __init__(
+        self,
+        llm: AgentLLM,
+        *,
+        agent: Agent,
+        playbook_text: Callable[[str], str] = playbook_section,
+        episodes_file: Path | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(llm, **options)
+        self.score = failed_episode_score
+        self.agent_llm = llm
+        self.agent = agent
+        self.playbook_text = playbook_text
+        self.episodes_file = episodes_file
+
+    async def rollout(self, context: Playbook, sample: Sample) -> Trajectory:
+        text = self.playbook_text(context.render()) if len(context) else ""
+        episode = await run_agent(self.agent, sample, text, self.agent_llm)
+        trace = episode_trace(sample, episode)
+        return Trajectory(
+            sample=sample,
+            prediction=_last_answer(episode),
+            score=episode_score(episode),
+            details={"trace": trace, "episode": episode, "reward": episode.value},
+        )
+
+    async def reflect(self, context: Playbook, trajectory: Trajectory) -> Reflection:
+        if self.episodes_file is not None:
+            record = episode_record(trajectory.sample, trajectory.details["episode"])
+            with self.episodes_file.open("a", encoding="utf-8") as out:
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        return await self.reflect_on(context, trajectory.details["trace"], trajectory)
+
+
+def _last_answer(episode: Episode) -> str:
+    for message in reversed(episode.messages):
+        if message.get("role") == "assistant" and isinstance(message.get("content"), str):
+            return str(message["content"])
+    return ""
+
+
+def failed_episode_score(prediction: str, sample: Sample) -> Score:
+    return Score(correct=False, matched=0, total=1, feedback="the episode did not run")

@@ -1,0 +1,229 @@
+"""Live agents as a task: each sample is a task instance, and its rollout is an episode.
+
+An :class:`Agent` is any function ``agent(sample, playbook, llm)`` (plain or async; a plain one
+runs off the event loop) that acts in its environment with the run's LLM client and returns an
+:class:`Episode`: the conversation as OpenAI chat messages (tool calls and tool results
+included), a reward in [0, 1] and/or a success flag, and the environment checker's feedback.
+Reflection on an episode is reflection on a recorded trace (the same prompts and the same cut of
+long conversations), so every strategy, the batch size controller, the executors and the run
+directory apply unchanged.
+
+Where the playbook goes: the agent receives it as text, already introduced by
+:func:`playbook_section`; the documented default is to append it to the agent's system prompt
+with :func:`with_playbook`. A task overrides the introduction with ``playbook_text``; an agent
+may place the text anywhere it likes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from combee.errors import CombeeError, ConfigError, SampleError
+from combee.llm.types import ChatModel, Completion, JsonSchema, Message
+from combee.tasks.base import Sample, Score, Splits
+from combee.tasks.traces.chat import MessageError, chat_messages
+from combee.tasks.traces.model import Outcome, Trace
+
+PLAYBOOK_HEADER = (
+    "Playbook: lessons learned from earlier attempts at tasks like this one. "
+    "Apply the ones that fit."
+)
+
+
+@dataclass(frozen=True)
+class Episode:
+    """What one run of an agent on one task instance did and how it ended."""
+
+    messages: Sequence[Mapping[str, Any]]
+    """OpenAI chat messages: ``role``, ``content``, an assistant's ``tool_calls``
+    (``[{"id", "type": "function", "function": {"name", "arguments"}}]``), a tool result's
+    ``tool_call_id``."""
+    reward: float | None = None
+    """In [0, 1]; None when the environment gives only ``success``."""
+    success: bool | None = None
+    """None: a reward of 1 counts as a success."""
+    feedback: str = ""
+    """The environment checker's verdict: what was expected, what went wrong."""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def succeeded(self) -> bool:
+        if self.success is not None:
+            return self.success
+        return self.reward is not None and self.reward >= 1.0
+
+    @property
+    def value(self) -> float:
+        """The reward, or 1.0/0.0 from the success flag when there is no reward."""
+        return float(self.reward) if self.reward is not None else float(self.succeeded)
+
+
+class AgentLLM(ChatModel, Protocol):
+    """The run's LLM client as an agent sees it: structured calls (``complete_json``) and plain
+    ones; every call is counted, cached, retried and bounded like the run's own."""
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        role: str,
+        temperature: float = 0.0,
+        max_tokens: int = 2048,
+        json_schema: JsonSchema | None = None,
+        seed: int | None = None,
+    ) -> Completion: ...
+
+
+class Agent(Protocol):
+    """Runs one episode of ``sample`` with ``playbook`` (text; empty before anything is
+    learned) and ``llm``. An async agent gets the run's client (:class:`AgentLLM`); a plain
+    function runs on a worker thread and gets a :class:`BlockingLLM` around it."""
+
+    def __call__(self, sample: Sample, playbook: str, llm: Any) -> Episode | Awaitable[Episode]: ...
+
+
+class BlockingLLM:
+    """The run's client for an agent written as a plain function (on a worker thread): the
+    same calls, each waiting for its reply on the run's event loop."""
+
+    def __init__(self, llm: AgentLLM, loop: asyncio.AbstractEventLoop) -> None:
+        self._llm = llm
+        self._loop = loop
+
+    def complete(self, messages: Sequence[Message], **options: Any) -> Completion:
+        call = self._llm.complete(messages, **options)
+        return asyncio.run_coroutine_threadsafe(call, self._loop).result()
+
+    def complete_json(
+        self, messages: Sequence[Message], **options: Any
+    ) -> tuple[dict[str, Any], Completion]:
+        call = self._llm.complete_json(messages, **options)
+        return asyncio.run_coroutine_threadsafe(call, self._loop).result()
+
+
+async def run_agent(agent: Agent, sample: Sample, playbook: str, llm: AgentLLM) -> Episode:
+    """One episode: an async agent on this loop, a plain one on a worker thread."""
+    try:
+        if inspect.iscoroutinefunction(agent) or inspect.iscoroutinefunction(type(agent).__call__):
+            result = await agent(sample, playbook, llm)  # type: ignore[misc]
+        else:
+            blocking = BlockingLLM(llm, asyncio.get_running_loop())
+            result = await asyncio.to_thread(agent, sample, playbook, blocking)
+        if inspect.isawaitable(result):
+            result = await result
+        return check_episode(result, sample)
+    except CombeeError:
+        raise  # an LLM call that failed for good, a setting: handled as such
+    except Exception as error:  # the agent's own bug or its environment's: this sample only
+        raise SampleError(f"the agent failed on sample {sample.id!r}: {error}") from error
+
+
+def playbook_section(playbook: str) -> str:
+    """The playbook introduced for the agent ("" when it is empty)."""
+    text = playbook.strip()
+    return f"{PLAYBOOK_HEADER}\n{text}" if text else ""
+
+
+def with_playbook(system_prompt: str, playbook: str) -> str:
+    """The default placement: ``playbook`` (as the agent received it) after the system prompt."""
+    if not playbook.strip():
+        return system_prompt
+    return f"{system_prompt.rstrip()}\n\n{playbook}" if system_prompt.strip() else playbook
+
+
+@dataclass
+class AgentTask:
+    """A task whose samples are task instances for ``agent``; train with method ``ace-agent``
+    (``combee.train`` picks it for an :class:`AgentTask` when the method is left at ``ace``).
+
+    ``playbook_text`` turns the rendered playbook into the text the agent receives (default
+    :func:`playbook_section`).
+    """
+
+    name: str
+    agent: Agent
+    train: Sequence[Sample]
+    test: Sequence[Sample] = ()
+    val: Sequence[Sample] = ()
+    playbook_text: Callable[[str], str] = playbook_section
+
+    def __post_init__(self) -> None:
+        if not callable(self.agent):
+            raise ConfigError(
+                f"must be a function agent(sample, playbook, llm) (got {self.agent!r})",
+                setting="agent",
+            )
+        ids = [s.id for s in (*self.train, *self.val, *self.test)]
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        if repeated:
+            raise ConfigError(
+                f"sample ids must be unique across the splits; repeated: {', '.join(repeated)}",
+                setting="task",
+            )
+
+    def load(self) -> Splits:
+        return Splits(train=list(self.train), val=list(self.val), test=list(self.test))
+
+    def score(self, prediction: str, sample: Sample) -> Score:
+        """Only for a sample whose episode failed to run: it counts as a failure."""
+        return Score(correct=False, matched=0, total=1, feedback="the episode did not run")
+
+
+def episode_score(episode: Episode) -> Score:
+    return Score(
+        correct=episode.succeeded,
+        matched=int(episode.succeeded),
+        total=1,
+        feedback=episode.feedback,
+    )
+
+
+def episode_trace(sample: Sample, episode: Episode) -> Trace:
+    """The episode as a recorded trace (what the reflector reads)."""
+    try:
+        messages = chat_messages(list(episode.messages))
+    except MessageError as error:
+        raise SampleError(f"the agent's episode for sample {sample.id!r}: {error}") from None
+    return Trace(
+        id=sample.id,
+        task_id=str(sample.meta.get("task_id", sample.id)),
+        messages=messages,
+        outcome=Outcome(
+            success=episode.succeeded, reward=episode.reward, feedback=episode.feedback
+        ),
+        source="episode",
+        meta=dict(episode.meta),
+    )
+
+
+def check_episode(value: Any, sample: Sample) -> Episode:
+    """``value`` if it is an :class:`Episode` with a reward in [0, 1]; else a clear error."""
+    if not isinstance(value, Episode):
+        raise SampleError(
+            f"the agent returned {type(value).__name__} for sample {sample.id!r}; "
+            "it must return a combee.Episode"
+        )
+    if value.reward is not None and not 0.0 <= value.reward <= 1.0:
+        raise SampleError(
+            f"the agent's reward for sample {sample.id!r} is {value.reward}, not in [0, 1]"
+        )
+    return value
+
+
+def episode_record(sample: Sample, episode: Episode) -> dict[str, Any]:
+    """One line of ``episodes.jsonl``: the OpenAI chat trace format with the outcome, which
+    ``combee learn`` reads back."""
+    return {
+        "id": sample.id,
+        "task_id": str(sample.meta.get("task_id", sample.id)),
+        "messages": [dict(m) for m in episode.messages],
+        "reward": episode.reward,
+        "success": episode.succeeded,
+        "feedback": episode.feedback,
+        "metadata": json.loads(json.dumps(dict(episode.meta), default=str)),
+    }
