@@ -1,0 +1,73 @@
+"""The scripted server playing the agent of :mod:`combee.tasks.agentdojo`.
+
+The script is built where the server starts, from AgentDojo itself: for each user task of a
+suite, its prompt, its reference calls (``ground_truth`` on the default environment) and its
+reference answer. The server then sees only what crosses HTTP: a request with the agent's step
+schema is recognised by the task prompt (the first user message) and answered with the next
+reference call, one per step (the number of assistant turns so far says which), then with the
+reference answer. Every other request (the reflector, the curator) goes to ``fallback``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from combee.sim.ace_script import ace_responder
+from combee.sim.responders import Responder, request_schema
+from combee.tasks.agentdojo import DEFAULT_VERSION, agentdojo_samples
+
+Call = Mapping[str, Any]
+Edit = Callable[[str, int, Call], Call]
+"""``edit(task_id, step, call)``: the call the script makes in place of ``call`` (a test's
+deliberate mistake)."""
+
+
+def is_step_request(body: Mapping[str, Any]) -> bool:
+    """A request for the agent's step (its schema asks for ``tool_calls`` and ``answer``)."""
+    schema = request_schema(body)
+    properties = schema.get("properties") if schema is not None else None
+    return isinstance(properties, Mapping) and {"tool_calls", "answer"} <= set(properties)
+
+
+def _conversation(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    raw = body.get("messages")
+    return [m for m in raw if isinstance(m, Mapping)] if isinstance(raw, list) else []
+
+
+def agentdojo_responder(
+    suite: str = "banking",
+    *,
+    version: str = DEFAULT_VERSION,
+    fallback: Responder = ace_responder,
+    edit: Edit | None = None,
+) -> Responder:
+    """A responder that solves ``suite``'s user tasks with their reference calls."""
+    script: dict[str, tuple[str, Sequence[Call], str]] = {
+        sample.question: (
+            str(sample.meta["task_id"]),
+            list(sample.meta["ground_truth"]),
+            sample.answer,
+        )
+        for sample in agentdojo_samples(suite, version)
+    }
+
+    def respond(body: Mapping[str, Any]) -> str:
+        if not is_step_request(body):
+            return fallback(body)
+        messages = _conversation(body)
+        prompt = next((str(m.get("content", "")) for m in messages if m.get("role") == "user"), "")
+        entry = script.get(prompt.strip())
+        if entry is None:
+            return json.dumps({"tool_calls": [], "answer": "I do not know this task."})
+        task_id, calls, answer = entry
+        step = sum(1 for m in messages if m.get("role") == "assistant")
+        if step >= len(calls):
+            return json.dumps({"tool_calls": [], "answer": answer or "Done."})
+        call = calls[step] if edit is None else edit(task_id, step, calls[step])
+        return json.dumps(
+            {"tool_calls": [{"name": call["name"], "arguments": call["arguments"]}], "answer": ""}
+        )
+
+    return respond
