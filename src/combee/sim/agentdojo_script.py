@@ -4,8 +4,9 @@ The script is built where the server starts, from AgentDojo itself: for each use
 suite, its prompt, its reference calls (``ground_truth`` on the default environment) and its
 reference answer. The server then sees only what crosses HTTP: a request with the agent's step
 schema is recognised by the task prompt (the first user message) and answered with the next
-reference call, one per step (the number of assistant turns so far says which), then with the
-reference answer. Every other request (the reflector, the curator) goes to ``fallback``.
+reference call, one per step (the number of assistant turns so far says which; two or more
+per step when the calls would not fit in ``max_steps``), then with the reference answer.
+Every other request (the reflector, the curator) goes to ``fallback``.
 """
 
 from __future__ import annotations
@@ -42,10 +43,11 @@ def agentdojo_responder(
     version: str = DEFAULT_VERSION,
     fallback: Responder = ace_responder,
     edit: Edit | None = None,
+    max_steps: int = 15,
 ) -> Responder:
     """A responder that solves ``suite``'s user tasks with their reference calls."""
     script: dict[str, tuple[str, Sequence[Call], str]] = {
-        sample.question: (
+        sample.question.strip(): (
             str(sample.meta["task_id"]),
             list(sample.meta["ground_truth"]),
             sample.answer,
@@ -62,12 +64,15 @@ def agentdojo_responder(
         if entry is None:
             return json.dumps({"tool_calls": [], "answer": "I do not know this task."})
         task_id, calls, answer = entry
-        step = sum(1 for m in messages if m.get("role") == "assistant")
-        if step >= len(calls):
+        per_step = max(1, -(-len(calls) // max(1, max_steps)))
+        start = per_step * sum(1 for m in messages if m.get("role") == "assistant")
+        if start >= len(calls):
             return json.dumps({"tool_calls": [], "answer": answer or "Done."})
-        call = calls[step] if edit is None else edit(task_id, step, calls[step])
-        return json.dumps(
-            {"tool_calls": [{"name": call["name"], "arguments": call["arguments"]}], "answer": ""}
-        )
+        made = [
+            call if edit is None else edit(task_id, index, call)
+            for index, call in enumerate(calls[start : start + per_step], start)
+        ]
+        step = [{"name": call["name"], "arguments": call["arguments"]} for call in made]
+        return json.dumps({"tool_calls": step, "answer": ""})
 
     return respond
