@@ -30,6 +30,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "dspy": ("dspy",),
     "ray": ("ray",),
     "traces": ("atif",),
+    "agentdojo": ("agentdojo",),
     "bench": ("matplotlib", "uvloop"),
 }
 """combee's extras and the modules that tell whether each is installed."""
