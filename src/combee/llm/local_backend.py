@@ -22,7 +22,6 @@ call then ends within one step with an :class:`~combee.errors.LLMCallError`.
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import importlib
 import json
 import logging
@@ -31,8 +30,7 @@ import sys
 import threading
 import time
 import weakref
-from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext, suppress
 from pathlib import Path
@@ -40,7 +38,9 @@ from typing import Any, Protocol, TypeVar, cast
 
 from combee.errors import ConfigError, LLMCallError
 from combee.llm.bounded import bounded_schema, longest_reply, open_schema
+from combee.llm.local_abort import AbortFlag
 from combee.llm.local_progress import PROGRESS_EVERY_S, SLOW_CALL_S, CallWatch, slow_call_advice
+from combee.llm.local_prompt_cache import PromptStateCache
 from combee.llm.local_threads import FreeCores, available_cores
 from combee.llm.types import Completion, JsonSchema, Request
 
@@ -59,58 +59,6 @@ class _Llama(Protocol):
     def create_chat_completion(self, **kwargs: Any) -> Mapping[str, Any]: ...
 
     def close(self) -> None: ...
-
-
-class PromptStateCache:
-    """The last few llama.cpp states, looked up by longest shared token prefix (least recently
-    used evicted first). Plugs into ``Llama.set_cache``.
-    """
-
-    def __init__(self, max_states: int) -> None:
-        self.max_states = max_states
-        self.hits = 0
-        self._states: OrderedDict[tuple[int, ...], Any] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._states)
-
-    def __bool__(self) -> bool:
-        return True  # llama-cpp-python tests ``if self.cache``; an empty cache is still on
-
-    def __getitem__(self, tokens: Sequence[int]) -> Any:
-        best_key: tuple[int, ...] | None = None
-        best_length = 0
-        for key in self._states:
-            length = _shared_prefix_length(key, tokens)
-            if length > best_length:
-                best_key, best_length = key, length
-        if best_key is None:
-            raise KeyError("no cached state shares a prefix with this prompt")
-        self._states.move_to_end(best_key)
-        self.hits += 1
-        return self._states[best_key]
-
-    def __contains__(self, tokens: Sequence[int]) -> bool:
-        return any(_shared_prefix_length(key, tokens) > 0 for key in self._states)
-
-    def __setitem__(self, tokens: Sequence[int], state: Any) -> None:
-        # A restored state always re-decodes at least one token before sampling, so its saved
-        # logits are never read: keep one row instead of n_batch x vocabulary floats (~300 MB).
-        state.scores = state.scores[-1:].copy()
-        key = tuple(tokens)
-        self._states.pop(key, None)
-        self._states[key] = state
-        while len(self._states) > self.max_states:
-            self._states.popitem(last=False)
-
-
-def _shared_prefix_length(left: Sequence[int], right: Sequence[int]) -> int:
-    length = 0
-    for a, b in zip(left, right, strict=False):
-        if a != b:
-            break
-        length += 1
-    return length
 
 
 __all__ = ["INSTALL_HINT", "LocalBackend", "PromptStateCache", "available_cores"]
@@ -140,44 +88,6 @@ def import_llama_cpp() -> Any:
         return importlib.import_module("llama_cpp")
     except ImportError as error:
         raise ConfigError(INSTALL_HINT) from error
-
-
-class _AbortFlag:
-    """One byte llama.cpp reads at every step of a call (nonzero: stop), with no Python code in
-    the loop: the callback is the C library's ``strlen`` on a two-byte buffer, so it returns 0
-    until :meth:`set` writes a character there. (A Python callback would need the interpreter
-    lock at every step of the computation.) Where ``strlen`` is not found, a Python callback
-    reads the same byte."""
-
-    def __init__(self, llama_cpp: Any) -> None:
-        self.buffer = ctypes.create_string_buffer(2)
-        self.callback: Any = _c_strlen_callback(llama_cpp)
-        if self.callback is None:
-            buffer = self.buffer
-            self.callback = llama_cpp.ggml_abort_callback(lambda _data: buffer.raw[0] != 0)
-
-    def install(self, llama_cpp: Any, llama: Any) -> None:
-        llama_cpp.llama_set_abort_callback(
-            llama.ctx, self.callback, ctypes.cast(self.buffer, ctypes.c_void_p)
-        )
-
-    def set(self) -> None:
-        self.buffer[0] = b"x"
-
-    def clear(self) -> None:
-        self.buffer[0] = b"\0"
-
-    def __bool__(self) -> bool:
-        return self.buffer.raw[0] != 0
-
-
-def _c_strlen_callback(llama_cpp: Any) -> Any:
-    try:
-        libc = ctypes.CDLL(None) if os.name != "nt" else ctypes.cdll.msvcrt
-        address = ctypes.cast(libc.strlen, ctypes.c_void_p).value
-    except (OSError, AttributeError):
-        return None
-    return None if address is None else llama_cpp.ggml_abort_callback(address)
 
 
 class _Call:
@@ -234,7 +144,7 @@ class LocalBackend:
         self.threads_in_use = self.n_threads
         """The threads of the current or last call."""
         self._free_cores = FreeCores(self.n_threads)
-        self._abort = _AbortFlag(self._llama_cpp)
+        self._abort = AbortFlag(self._llama_cpp)
         self._lock = threading.Lock()
         self._running: _Call | None = None
         self._stopping = False

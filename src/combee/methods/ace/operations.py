@@ -38,6 +38,7 @@ from typing import Any
 from combee.llm.bounded import LESSON_CHARS
 from combee.methods.ace.dedup import NearDuplicates, keeps_more
 from combee.methods.ace.playbook import Bullet, Playbook, Section, count_tokens, normalize_content
+from combee.methods.ace.update import lesson_texts
 
 logger = logging.getLogger(__name__)
 
@@ -363,9 +364,7 @@ def apply_operations(
     say = logger.debug if quiet else logger.info
     operations = list(operations)
     if near_duplicates is not None:  # one batch of embeddings instead of one per lesson
-        lessons = [op.get("content") for op in operations if isinstance(op, Mapping)]
-        texts = [normalize_content(text) for text in lessons if isinstance(text, str)]
-        near_duplicates.prepare(texts, [bullet.content for bullet in playbook.bullets])
+        near_duplicates.prepare(lesson_texts(operations), [b.content for b in playbook.bullets])
     draft = _Draft(playbook, near_duplicates)
     applied: list[dict[str, Any]] = []
     rejected: list[tuple[Any, str]] = []

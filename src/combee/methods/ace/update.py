@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from combee.methods.ace.playbook import normalize_content
 
 
 @dataclass(frozen=True)
@@ -29,3 +32,12 @@ class AceUpdate:
             return "[]"
         lines = ",\n".join("  " + json.dumps(op, ensure_ascii=False) for op in self.operations)
         return f"[\n{lines}\n]"
+
+
+def lesson_texts(operations: Sequence[Any]) -> list[str]:
+    """The lesson text of every operation that carries one, normalised as bullets are."""
+    return [
+        normalize_content(op["content"])
+        for op in operations
+        if isinstance(op, Mapping) and isinstance(op.get("content"), str)
+    ]
