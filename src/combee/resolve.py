@@ -71,7 +71,12 @@ def strategy_of(
     """A strategy by name, made with the strategy settings it takes (one the user changed that
     it does not take is an error naming it), or the caller's own strategy object."""
     if isinstance(strategy, str):
-        options = {"p": settings.duplication, "fan_in": settings.fan_in, "top_k": settings.top_k}
+        options = {
+            "p": settings.duplication,
+            "fan_in": settings.fan_in,
+            "top_k": settings.top_k,
+            "groups": settings.groups,
+        }
         chosen = {"p" if k == "duplication" else k for k in changed_by_user(given, STRATEGY)}
         try:
             return STRATEGIES.create(strategy, insist=chosen, seed=settings.seed, **options)

@@ -61,6 +61,15 @@ class RetentionRow:
     ``merge-fallback``: the union of its inputs was kept)."""
     dropped: dict[str, int] = field(default_factory=dict)
     """Lessons left out on the way to the playbook, by reason."""
+    groups: dict[str, Any] | None = None
+    """How ``combee`` chose its level-1 group count (rule, count, fan_in, reason)."""
+
+    @property
+    def label(self) -> str:
+        """The strategy, with ``combee``'s group rule and count: ``combee (capacity, 23)``."""
+        if not self.groups:
+            return self.strategy
+        return f"{self.strategy} ({self.groups['rule']}, {self.groups['count']} groups)"
 
     @property
     def share(self) -> float:
@@ -141,6 +150,7 @@ async def _aggregate(
     started = time.perf_counter()
     playbook, applied, error = Playbook(), 0, None
     dropped: Counter[str] = Counter()
+    groups: dict[str, Any] | None = None
     reflections = [lesson.reflection for lesson in lessons]
     reporter = None
     if on_progress is not None:
@@ -154,6 +164,7 @@ async def _aggregate(
         batches = [[r] for r in reflections] if strategy.batch_size(2) == 1 else [reflections]
         for batch in batches:
             trace = await strategy.reduce(method, playbook, batch)
+            groups = trace.groups
             if trace.update is not None:
                 playbook = method.apply(playbook, trace.update)
                 if method.last_apply is not None:
@@ -185,6 +196,7 @@ async def _aggregate(
         curated_operations=method.curated,
         merges=method.merges,
         dropped=dict(dropped),
+        groups=groups,
     )
 
 
@@ -196,6 +208,7 @@ async def retention_async(
     seed: int = 0,
     duplication: int = 2,
     fan_in: int = 32,
+    groups: str = "capacity",
     token_budget: int | None = None,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     on_row: Callable[[RetentionRow], None] | None = None,
@@ -204,7 +217,8 @@ async def retention_async(
 ) -> list[RetentionRow]:
     """Aggregate ``sizes`` lessons once with each strategy; one row per (strategy, size).
 
-    ``on_row`` gets each row as it ends; ``on_progress``, every ``progress_every_s`` seconds
+    ``groups`` is ``combee``'s level-1 group rule (``capacity`` or ``sqrt``). ``on_row`` gets
+    each row as it ends; ``on_progress``, every ``progress_every_s`` seconds
     while a row is still aggregating, the calls it has made so far."""
     for name in strategies:
         STRATEGIES.factory(name)  # an unknown name fails before any call
@@ -212,7 +226,7 @@ async def retention_async(
     options = {
         "token_budget": token_budget,
         "max_tokens": max_tokens,
-        "strategy": {"p": duplication, "fan_in": fan_in},
+        "strategy": {"p": duplication, "fan_in": fan_in, "groups": groups},
     }
     rows: list[RetentionRow] = []
     try:
@@ -247,7 +261,7 @@ def markdown_table(rows: Sequence[RetentionRow]) -> str:
         calls = calls_text(row.llm_calls)
         note = f" (error: {row.error[:60]})" if row.error else ""
         lines.append(
-            f"| {row.strategy} | {row.lessons} | {row.retained} | {row.share:.0%} | "
+            f"| {row.label} | {row.lessons} | {row.retained} | {row.share:.0%} | "
             f"{row.updates_applied} | {row.playbook_bullets} | {row.playbook_tokens} | "
             f"{calls}{note} | {row.wall_s:.1f} |"
         )

@@ -20,6 +20,7 @@ from combee.bench.retention import (
 )
 from combee.cli import options as opt
 from combee.cli.app import app, err, fail, run
+from combee.core.capacity import GROUP_RULES
 from combee.llm.types import DEFAULT_MAX_TOKENS
 
 
@@ -38,6 +39,13 @@ def retention_command(
     ),
     duplication: Annotated[int, typer.Option(help="Copies p of each reflection (combee).")] = 2,
     fan_in: Annotated[int, typer.Option(help="Most updates one merge call sees.")] = 32,
+    groups: Annotated[
+        str,
+        typer.Option(
+            help="combee's level-1 groups: capacity (sized to what one curator call can "
+            "write and read) | sqrt (the paper's floor(sqrt(n)))."
+        ),
+    ] = "capacity",
     token_budget: Annotated[int, typer.Option(help="Playbook token cap (0: none).")] = 0,
     max_tokens: Annotated[
         int, typer.Option(help="Completion tokens per call.")
@@ -60,7 +68,15 @@ def retention_command(
     model = options["model"]
     llm = opt.endpoint_of(options, cache=cache, seed=seed)
 
-    settings = {"model": model, "seed": seed, "duplication": duplication, "fan_in": fan_in}
+    if groups not in GROUP_RULES:
+        raise fail(f"--groups {groups!r}: choose one of {', '.join(GROUP_RULES)}")
+    settings = {
+        "model": model,
+        "seed": seed,
+        "duplication": duplication,
+        "fan_in": fan_in,
+        "groups": groups,
+    }
     done: list[RetentionRow] = []
 
     def save(rows: list[RetentionRow]) -> str:
@@ -76,7 +92,7 @@ def retention_command(
         save(done)  # a long run on a slow model keeps every finished row
         failed = f"  [yellow]error: {escape(row.error)}[/]" if row.error else ""
         err.print(
-            f"{row.strategy:>15} N={row.lessons:<4} retained {row.retained}/{row.lessons} "
+            f"{row.label:>15} N={row.lessons:<4} retained {row.retained}/{row.lessons} "
             f"({row.share:.0%})  updates {row.updates_applied}  tokens {row.playbook_tokens}  "
             f"{row.wall_s:.1f}s{failed}",
             highlight=False,
@@ -98,6 +114,7 @@ def retention_command(
             seed=seed,
             duplication=duplication,
             fan_in=fan_in,
+            groups=groups,
             token_budget=token_budget or None,
             max_tokens=max_tokens,
             on_row=show,

@@ -1,6 +1,7 @@
 """Scan reduce: aggregate many items through a tree of small concurrent calls.
 
-Level 1 curates ``k = floor(sqrt(n))`` augmented-shuffled groups of the ``n`` items concurrently;
+Level 1 curates ``k`` augmented-shuffled groups of the ``n`` items concurrently (the paper's
+``floor(sqrt(n))`` unless the caller chose a count, see :mod:`combee.core.capacity`);
 the resulting local updates are merged by one call, or, when there are more than ``fan_in`` of
 them, by further levels of about ``sqrt(m)`` concurrent merges each until one update remains.
 """
@@ -14,6 +15,7 @@ import random
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
+from combee.core.capacity import SINGLE_CALL_BELOW, sqrt_groups
 from combee.core.shuffle import augmented_groups, group_sizes
 from combee.core.types import ReduceTrace
 from combee.errors import LLMCallError
@@ -23,16 +25,18 @@ U = TypeVar("U")
 
 log = logging.getLogger(__name__)
 
-SINGLE_CALL_BELOW = 4
-"""With fewer items than this one curate call suffices."""
+__all__ = ["SINGLE_CALL_BELOW", "level_one_groups", "merge_groups", "scan_reduce"]
 
 
-def level_one_groups(n: int, *, p: int, rng: random.Random) -> list[list[int]]:
-    """The level-1 groups for ``n`` items: one group for ``n < 4``, else augmented shuffle into
-    ``floor(sqrt(n))`` groups."""
-    if n < SINGLE_CALL_BELOW:
+def level_one_groups(
+    n: int, *, p: int, rng: random.Random, count: int | None = None
+) -> list[list[int]]:
+    """The level-1 groups for ``n`` items: ``count`` augmented-shuffled groups (default: one
+    group for ``n < 4``, else ``floor(sqrt(n))``); one group is the items once each."""
+    k = sqrt_groups(n) if count is None else count
+    if k <= 1:
         return [list(range(n))]
-    return augmented_groups(n, p=p, k=math.isqrt(n), rng=rng)
+    return augmented_groups(n, p=p, k=k, rng=rng)
 
 
 def merge_groups(m: int, *, fan_in: int) -> list[list[int]]:
@@ -55,30 +59,35 @@ async def scan_reduce(
     merge: Callable[[Sequence[U]], Awaitable[U]],
     *,
     p: int = 2,
-    fan_in: int = 32,
+    fan_in: int | Callable[[], int] = 32,
     rng: random.Random,
+    groups: int | None = None,
 ) -> ReduceTrace[U]:
-    """Curate ``items`` in concurrent groups, then merge level by level into one update.
+    """Curate ``items`` in ``groups`` concurrent groups (default ``floor(sqrt(n))``), then merge
+    level by level, at most ``fan_in`` updates per merge call, into one update. A callable
+    ``fan_in`` is asked before each merge level (what a merge call can read is known better
+    once the curator calls have replied).
 
     A group whose call fails (:class:`LLMCallError`) is logged and dropped; the others go on.
     ``trace.update`` is None only when every level-1 call failed or there were no items.
     """
-    if fan_in < 2:
+    if isinstance(fan_in, int) and fan_in < 2:
         raise ValueError(f"fan_in must be at least 2 (got {fan_in})")
     trace: ReduceTrace[U] = ReduceTrace()
     if not items:
         return trace
-    groups = level_one_groups(len(items), p=p, rng=rng)
-    trace.levels.append(groups)
+    dealt = level_one_groups(len(items), p=p, rng=rng, count=groups)
+    trace.levels.append(dealt)
     updates = await _run_level(
-        [curate([items[i] for i in group]) for group in groups], level=1, what="curate"
+        [curate([items[i] for i in group]) for group in dealt], level=1, what="curate"
     )
     level = 2
     while len(updates) > 1:
-        groups = merge_groups(len(updates), fan_in=fan_in)
-        trace.levels.append(groups)
+        limit = fan_in() if callable(fan_in) else fan_in
+        parts = merge_groups(len(updates), fan_in=max(2, limit))
+        trace.levels.append(parts)
         merged = await _run_level(
-            [merge([updates[i] for i in group]) for group in groups], level=level, what="merge"
+            [merge([updates[i] for i in part]) for part in parts], level=level, what="merge"
         )
         if not merged:
             # Every merge failed: keep one local update rather than lose the whole iteration.

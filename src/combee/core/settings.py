@@ -34,6 +34,8 @@ class Bounds:
     """What None means, when it is allowed (``"no limit"``)."""
     cli_zero_is_none: bool = False
     """On the command line, 0 stands for None (a flag cannot be given None)."""
+    choices: tuple[str, ...] = ()
+    """The names a text setting may take (empty: any text)."""
 
 
 def setting(
@@ -44,9 +46,12 @@ def setting(
     most: float | None = None,
     none: str = "",
     cli_zero_is_none: bool = False,
+    choices: tuple[str, ...] = (),
 ) -> Any:
     """A declared setting: a dataclass field with its default, help and bounds."""
-    bounds = Bounds(least=least, most=most, none=none, cli_zero_is_none=cli_zero_is_none)
+    bounds = Bounds(
+        least=least, most=most, none=none, cli_zero_is_none=cli_zero_is_none, choices=choices
+    )
     return dataclasses.field(default=default, metadata={"help": help, "bounds": bounds})
 
 
@@ -132,6 +137,9 @@ def checked(item: Declared, value: Any) -> Any:
     elif base is str:
         if not isinstance(value, str):
             raise ConfigError(f"must be a text (got {value!r})", setting=item.name)
+        if item.bounds.choices and value not in item.bounds.choices:
+            names = " | ".join(item.bounds.choices)
+            raise ConfigError(f"must be one of {names} (got {value!r})", setting=item.name)
         return value
     least, most = item.bounds.least, item.bounds.most
     show = (lambda x: str(int(x))) if base is int else str

@@ -102,6 +102,9 @@ class ReduceTrace(Generic[U]):
     levels: list[list[list[int]]] = field(default_factory=list)
     """levels[l][g] = indices (into the level's inputs) that group g of level l received."""
     update: U | None = None
+    groups: dict[str, Any] | None = None
+    """How the level-1 group count was chosen (rule, count, fan_in, reason), when a strategy
+    chose one; kept in the run's metrics."""
 
 
 @runtime_checkable

@@ -45,8 +45,10 @@ from combee.llm.types import (
     JsonMode,
     JsonSchema,
     Message,
+    ModelLimits,
     Request,
     RoleUsage,
+    StatesLimits,
 )
 
 __all__ = ["LLM", "CallRecord", "Prices"]
@@ -166,6 +168,11 @@ class LLM:
         """Where the calls go, as error messages name it: the base URL without credentials,
         or the model's name when the backend has no URL (an embedded model)."""
         return self._shown_url or self.model
+
+    def limits(self) -> ModelLimits:
+        """The model's context window and reply bounds, as its backend states them."""
+        backend = self._backend
+        return backend.limits() if isinstance(backend, StatesLimits) else ModelLimits()
 
     def usage(self) -> dict[str, RoleUsage]:
         """Usage per role, a copy."""

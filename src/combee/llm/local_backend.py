@@ -42,7 +42,7 @@ from combee.llm.local_abort import AbortFlag
 from combee.llm.local_progress import PROGRESS_EVERY_S, SLOW_CALL_S, CallWatch, slow_call_advice
 from combee.llm.local_prompt_cache import PromptStateCache
 from combee.llm.local_threads import FreeCores, available_cores
-from combee.llm.types import Completion, JsonSchema, Request
+from combee.llm.types import Completion, JsonSchema, ModelLimits, Request
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -308,6 +308,10 @@ class LocalBackend:
             model=self.model,
             cost=0.0,
         )
+
+    def limits(self) -> ModelLimits:
+        """``n_ctx`` tokens per call; replies held by the bounded schema's grammar."""
+        return ModelLimits(context_window=self.n_ctx, bounded_replies=True)
 
     def _watch(self, llama: _Llama, label: str) -> AbstractContextManager[object]:
         if self._progress_every_s is None:

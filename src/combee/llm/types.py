@@ -133,6 +133,24 @@ class ChatModel(Protocol):
     ) -> tuple[dict[str, Any], Completion]: ...
 
 
+@dataclass(frozen=True)
+class ModelLimits:
+    """What a model can read and how its replies are held, as far as the client knows."""
+
+    context_window: int | None = None
+    """Tokens one call may read and write together (None: not known)."""
+    bounded_replies: bool = False
+    """Replies are decoded under :func:`combee.llm.bounded.bounded_schema`'s grammar, so a
+    payload array never holds more items than that schema allows (the embedded model)."""
+
+
+@runtime_checkable
+class StatesLimits(Protocol):
+    """A client or backend that knows its model's limits; optional."""
+
+    def limits(self) -> ModelLimits: ...
+
+
 @runtime_checkable
 class Widens(Protocol):
     """A client whose concurrency follows the run (:class:`combee.llm.client.LLM`): it can be

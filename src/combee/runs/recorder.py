@@ -78,6 +78,7 @@ class RunRecorder(LoopObserver):
             "failed_samples": len(report.failures),
             "train_correct": sum(1 for t in report.trajectories if t.score.correct),
             "reduce_levels": [len(level) for level in report.trace.levels],
+            **({"groups": report.trace.groups} if report.trace.groups else {}),
             "roles": usage_delta(now, self._last_usage),
             **self._stats(report.context),
             "val_accuracy": report.val_accuracy,

@@ -6,6 +6,7 @@ import random
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from combee.core.capacity import GROUP_RULES, GroupChoice, SizesCalls, choose_groups
 from combee.core.loop_state import rng_state, set_rng_state
 from combee.core.scan import scan_reduce
 from combee.core.types import Method, ReduceTrace, Reflection
@@ -16,21 +17,32 @@ U = TypeVar("U")
 
 
 class CombeeStrategy:
-    """Duplicate each reflection ``p`` times, shuffle (seeded), curate ``floor(sqrt(n))`` groups
-    concurrently against the same context, merge their local updates (more levels past
-    ``fan_in``)."""
+    """Duplicate each reflection ``p`` times, shuffle (seeded), curate the groups concurrently
+    against the same context, merge their local updates (more levels past ``fan_in``).
+
+    ``groups``: ``capacity`` (the default) deals the copies into as many groups as keep each
+    within what one curate call can handle, as the method measures it (never fewer than
+    ``floor(sqrt(n))``; see :mod:`combee.core.capacity`); ``sqrt`` is the paper's
+    ``floor(sqrt(n))``."""
 
     name = "combee"
 
-    def __init__(self, *, p: int = 2, fan_in: int = 32, seed: int = 0) -> None:
+    def __init__(
+        self, *, p: int = 2, fan_in: int = 32, seed: int = 0, groups: str = "capacity"
+    ) -> None:
         if isinstance(p, bool) or not isinstance(p, int) or p < 1:
             raise ConfigError(f"must be an integer of at least 1 (got {p!r})", setting="p")
         if isinstance(fan_in, bool) or not isinstance(fan_in, int) or fan_in < 2:
             raise ConfigError(
                 f"must be an integer of at least 2 (got {fan_in!r})", setting="fan_in"
             )
+        if groups not in GROUP_RULES:
+            raise ConfigError(
+                f"must be one of {', '.join(GROUP_RULES)} (got {groups!r})", setting="groups"
+            )
         self.p = p
         self.fan_in = fan_in
+        self.groups = groups
         self._rng = random.Random(seed)
 
     def batch_size(self, requested: int) -> int:
@@ -52,6 +64,27 @@ class CombeeStrategy:
         async def merge(updates: Sequence[U]) -> U:
             return await method.merge(context, updates)
 
-        return await scan_reduce(
-            reflections, curate, merge, p=self.p, fan_in=self.fan_in, rng=self._rng
+        sizer = method if self.groups == "capacity" and isinstance(method, SizesCalls) else None
+
+        def choice() -> GroupChoice:
+            capacity = None
+            if sizer is not None and reflections:
+                capacity = sizer.call_capacity(context, reflections)
+            return choose_groups(
+                len(reflections), p=self.p, fan_in=self.fan_in, rule=self.groups, capacity=capacity
+            )
+
+        first = choice()
+        merge_limits: list[int] = []
+
+        def fan_in() -> int:
+            # Measured again after the curator calls: their replies tell how long an
+            # operation, and so a local update, really is.
+            merge_limits.append(choice().fan_in if sizer is not None else self.fan_in)
+            return merge_limits[-1]
+
+        trace = await scan_reduce(
+            reflections, curate, merge, p=self.p, fan_in=fan_in, rng=self._rng, groups=first.count
         )
+        trace.groups = {**first.to_dict(), "fan_in": merge_limits or [first.fan_in]}
+        return trace

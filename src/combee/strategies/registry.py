@@ -2,8 +2,9 @@
 ``summarize`` and ``hier-summarize``, and any strategy registered from Python
 (``STRATEGIES.register``) or by a plugin's ``combee.strategies`` entry point.
 
-A factory is called with the options it accepts of ``p`` (duplication), ``fan_in``, ``seed``
-and ``top_k`` (``topk``'s cluster count; None: its default). The same strategies serve every
+A factory is called with the options it accepts of ``p`` (duplication), ``fan_in``, ``seed``,
+``groups`` (``combee``'s level-1 group rule) and ``top_k`` (``topk``'s cluster count; None: its
+default). The same strategies serve every
 method (ACE's curator, GEPA's proposer).
 """
 
@@ -30,7 +31,13 @@ STRATEGY_NAMES = ("sequential", "naive", "combee", "topk", "summarize", "hier-su
 
 
 def get_strategy(
-    name: str, *, p: int = 2, fan_in: int = 32, seed: int = 0, top_k: int | None = None
+    name: str,
+    *,
+    p: int = 2,
+    fan_in: int = 32,
+    seed: int = 0,
+    top_k: int | None = None,
+    groups: str = "capacity",
 ) -> Strategy:
     """The strategy called ``name``; ConfigError for an unknown name or a bad setting."""
-    return STRATEGIES.create(name, p=p, fan_in=fan_in, seed=seed, top_k=top_k)
+    return STRATEGIES.create(name, p=p, fan_in=fan_in, seed=seed, top_k=top_k, groups=groups)

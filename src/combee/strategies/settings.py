@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from combee.core.capacity import GROUP_RULES
 from combee.core.settings import SettingsGroup, setting
 
 MAX_DUPLICATION = 16
@@ -19,6 +20,12 @@ class CombeeSettings(SettingsGroup):
         2, "Copies p of each reflection, shuffled into the groups.", least=1, most=MAX_DUPLICATION
     )
     fan_in: int = setting(32, "The most updates one merge call sees.", least=2)
+    groups: str = setting(
+        "capacity",
+        "Level-1 groups: capacity sizes each to what one curator call can write and read; "
+        "sqrt is the paper's floor(sqrt(n)).",
+        choices=GROUP_RULES,
+    )
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,21 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from combee.core.capacity import CallCapacity
 from combee.core.types import Reflection, Trajectory
 from combee.errors import ConfigError, LLMCallError
 from combee.llm.provenance import SharedText, copied_spans
 from combee.llm.screening import planted_instruction
-from combee.llm.types import DEFAULT_MAX_TOKENS, ChatModel, JsonSchema, Message
+from combee.llm.types import (
+    DEFAULT_MAX_TOKENS,
+    ChatModel,
+    JsonSchema,
+    Message,
+    ModelLimits,
+    StatesLimits,
+)
 from combee.methods.ace import merging, prompts, schemas
+from combee.methods.ace.capacity import CuratorMeter
 from combee.methods.ace.dedup import NearDuplicates
 from combee.methods.ace.operations import ApplyResult, apply_operations
 from combee.methods.ace.playbook import Playbook
@@ -73,6 +82,8 @@ class AceMethod:
         it, question-answer lessons are not checked for copies (a good lesson repeats the
         task's wording, which only this tells apart from a sample's)."""
         self.check_copies = shared is not None
+        self.meter = CuratorMeter()
+        """What earlier curator replies measured, for :meth:`call_capacity`."""
 
     def __getstate__(self) -> dict[str, Any]:
         """A copy for a remote worker (rollouts and reflections only): without the near-duplicate
@@ -82,13 +93,18 @@ class AceMethod:
     async def _ask(
         self, messages: Sequence[Message], role: str, schema: JsonSchema
     ) -> dict[str, Any]:
-        reply, _ = await self.llm.complete_json(
+        reply, completion = await self.llm.complete_json(
             messages,
             role=role,
             schema=schema,
             temperature=self.temperature,
             max_tokens=self.max_tokens,
         )
+        if role == "curator":
+            written = reply.get("operations")
+            self.meter.observe(
+                messages, completion, len(written) if isinstance(written, list) else 0
+            )
         return reply
 
     def state(self) -> dict[str, Any]:
@@ -131,6 +147,21 @@ class AceMethod:
         messages = prompts.curator_messages(context, reflections, token_budget=self.token_budget)
         schema = schemas.curator_schema(tuple(s.key for s in context.sections))
         return _update(await self._ask(messages, "curator", schema), "curator")
+
+    def call_capacity(self, context: Playbook, reflections: Sequence[Reflection]) -> CallCapacity:
+        """How many of ``reflections`` one curator call can turn into operations against
+        ``context`` (see :mod:`combee.methods.ace.capacity`): the ``capacity`` group rule."""
+        llm = self.llm
+        limits = llm.limits() if isinstance(llm, StatesLimits) else ModelLimits()
+        budget = self.token_budget
+        return self.meter.measure(
+            schema=schemas.curator_schema(tuple(s.key for s in context.sections)),
+            max_tokens=self.max_tokens,
+            limits=limits,
+            without=prompts.curator_messages(context, [], token_budget=budget),
+            with_all=prompts.curator_messages(context, reflections, token_budget=budget),
+            count=len(reflections),
+        )
 
     async def merge(self, context: Playbook, updates: Sequence[AceUpdate]) -> AceUpdate:
         """One call that answers by reference (keep, combine, drop the numbered operations);
