@@ -311,18 +311,18 @@ def test_the_library_function_runs_skips_and_reports(server: RunningServer, tmp_
     }  # fmt: skip
     events = Events()
     result = compare("formula", progress=events, **settings)
-    assert events.started == ["1/2 sequential-b2-s3", "2/2 combee-b2-s3"]
+    assert events.started == ["1/2 sequential-b1-s3", "2/2 combee-b2-s3"]
     assert [(c.cell.name, c.status) for c in result.cells] == [
-        ("sequential-b2-s3", "finished"),
+        ("sequential-b1-s3", "finished"),
         ("combee-b2-s3", "finished"),
     ]
     assert result.report is not None and result.report.html == tmp_path / "report.html"
     assert [row["effective_batch_size"] for row in result.report.rows] == [1, 2]
-    assert result.cells[0].summary == read(tmp_path / "sequential-b2-s3" / "final_results.json")
+    assert result.cells[0].summary == read(tmp_path / "sequential-b1-s3" / "final_results.json")
     again = Events()
     rerun = compare("formula", progress=again, report=False, **settings)
     assert again.started == []
-    assert again.ended == [("sequential-b2-s3", "skipped"), ("combee-b2-s3", "skipped")]
+    assert again.ended == [("sequential-b1-s3", "skipped"), ("combee-b2-s3", "skipped")]
     assert [c.summary for c in rerun.cells] == [c.summary for c in result.cells]
     changed = compare("formula", **{**settings, "train_limit": 1}, report=False)
     assert all("train_limit 2 (now 1)" in (c.note or "") for c in changed.cells)

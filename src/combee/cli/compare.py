@@ -107,6 +107,14 @@ def compare_command(
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="No response cache (default: one per cell).")
     ] = False,
+    cache: Annotated[
+        Path | None,
+        typer.Option(
+            help="One response cache for every cell: a cell replays the calls another made "
+            "with the same prompt (the first batch's rollouts at one batch size, the test "
+            "questions against an empty playbook)."
+        ),
+    ] = None,
     out: Annotated[Path, typer.Option(help="One run directory per cell in here.")] = Path(
         "runs/compare"
     ),
@@ -115,8 +123,10 @@ def compare_command(
     **options: Any,
 ) -> None:
     """Train strategies × batch sizes × seeds, one run per cell, then write the report."""
+    if cache is not None and no_cache:
+        raise fail("--cache and --no-cache contradict each other: give one")
     flags = {
-        **{k: v for k, v in locals().items() if k not in ("ctx", "spec", "options")},
+        **{k: v for k, v in locals().items() if k not in ("ctx", "spec", "options", "cache")},
         **options,
     }
     grid_spec = guarded(lambda: load_spec(spec)) if spec is not None else None
@@ -125,8 +135,8 @@ def compare_command(
     progress = ConsoleProgress(err)
 
     def llm_for(cell: Cell, run_dir: Path) -> Endpoint:
-        cache = None if no_cache else run_dir / CACHE_FILE
-        return Endpoint(**endpoint, cache=cache, seed=cell.seed)
+        shared = cache if cache is not None else run_dir / CACHE_FILE
+        return Endpoint(**endpoint, cache=None if no_cache else shared, seed=cell.seed)
 
     async def grid() -> CompareResult:
         Endpoint(**endpoint)  # a bad endpoint setting stops the grid before any cell

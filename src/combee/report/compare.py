@@ -3,7 +3,8 @@ then the report over all of them.
 
 Cells run one after another (cells sharing an endpoint at once would distort each other's wall
 times). A cell whose ``final_results.json`` exists is skipped, so a rerun picks up where the last
-one stopped; a cell that fails is reported and the others go on.
+one stopped; a cell that fails is reported and the others go on. A strategy that never batches
+(``sequential``) is one cell per seed, at batch size 1, whatever the batch sizes.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from combee.report.runs_index import is_run_dir
 from combee.report.spec import RESERVED, train_settings
 from combee.resolve import LLMArg
 from combee.runs import RESULTS_FILE, read_config
+from combee.strategies.registry import STRATEGIES
 from combee.sync import run_sync
 from combee.tasks.base import Task
 
@@ -132,11 +134,24 @@ def grid(
             )
     if any(isinstance(s, bool) or not isinstance(s, int) for s in seeds):
         raise ConfigError(f"must be whole numbers (got {list(seeds)!r})", setting="seeds")
-    cells = [Cell(s, b, seed) for s in strategies for b in batch_sizes for seed in seeds]
+    cells = [
+        Cell(s, size, seed)
+        for s in strategies
+        for size in ([1] if _never_batches(s) else batch_sizes)
+        for seed in seeds
+    ]
     names = [cell.name for cell in cells]
     if len(set(names)) < len(names):
         raise ConfigError("give two cells the same directory name", setting="strategies")
     return cells
+
+
+def _never_batches(strategy: str) -> bool:
+    """A strategy that runs every batch size as 1 (``sequential``): one cell is enough."""
+    try:
+        return STRATEGIES.create(strategy).batch_size(2) == 1
+    except CombeeError:
+        return False  # an unknown name fails in its cell, with the others run
 
 
 async def compare_async(

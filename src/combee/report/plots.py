@@ -102,6 +102,46 @@ def accuracy_vs_time(plt: Any, runs: Sequence[RunInfo], path: Path) -> bool:
     return True
 
 
+def accuracy_vs_batch_size(plt: Any, runs: Sequence[RunInfo], path: Path) -> bool:
+    """Test accuracy against the batch size the run trained at, one line per strategy (the
+    paper's quality curve); a strategy that never batches is one point at batch size 1. Drawn
+    when the runs span at least two batch sizes."""
+    rows = [row_of(run) for run in runs]
+    rows = [r for r in rows if r["test_accuracy"] is not None and r["effective_batch_size"]]
+    if len({r["effective_batch_size"] for r in rows}) < 2:
+        return False
+    figure, axis = plt.subplots(figsize=(7.5, 4.8))
+    strategies: list[str] = []
+    lines: dict[str, list[tuple[float, float]]] = {}
+    for row in rows:
+        lines.setdefault(str(row["strategy"]), []).append(
+            (float(row["effective_batch_size"]), float(row["test_accuracy"]))
+        )
+    for name, points in lines.items():
+        points.sort()
+        axis.plot(
+            [p[0] for p in points],
+            [p[1] for p in points],
+            marker="o",
+            color=_color(strategies, name),
+            label=name,
+        )
+    baselines = [
+        r["baseline_test_accuracy"] for r in rows if r["baseline_test_accuracy"] is not None
+    ]
+    if baselines:
+        axis.axhline(baselines[0], color="grey", linestyle=":", label="no playbook")
+    axis.set_xscale("log", base=2)
+    axis.set_xlabel("batch size")
+    axis.set_ylabel("test accuracy")
+    axis.set_ylim(-0.03, 1.03)
+    axis.set_title("Test accuracy against batch size", fontsize=10)
+    axis.grid(True, alpha=0.3)
+    axis.legend(fontsize=8)
+    _save(plt, figure, path)
+    return True
+
+
 def context_size(plt: Any, runs: Sequence[RunInfo], path: Path) -> bool:
     """Playbook updates applied and playbook tokens against batch size (the paper's Figure 2)."""
     series: dict[str, dict[int, list[tuple[float | None, float | None]]]] = {}
@@ -286,6 +326,13 @@ PLOTS: tuple[Plot, ...] = (
         "Test accuracy against training wall time; circled points, joined by the dashed line, "
         "are the Pareto front (no other run is both faster and more accurate).",
         accuracy_vs_time,
+    ),
+    Plot(
+        "accuracy_vs_batch_size.png",
+        "Accuracy against batch size",
+        "Test accuracy against the batch size each run trained at, one line per strategy (the "
+        "paper's quality curve); the dotted line is the start context's accuracy.",
+        accuracy_vs_batch_size,
     ),
     Plot(
         "context_size.png",

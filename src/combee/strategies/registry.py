@@ -1,4 +1,5 @@
-"""Strategies by name: ``sequential``, ``naive``, ``combee``, the paper's baselines ``topk``,
+"""Strategies by name: ``sequential``, ``naive``, ``combee`` (``combee-sqrt``: with the paper's
+``floor(sqrt(n))`` level-1 groups), the paper's baselines ``topk``,
 ``summarize`` and ``hier-summarize``, and any strategy registered from Python
 (``STRATEGIES.register``) or by a plugin's ``combee.strategies`` entry point.
 
@@ -22,11 +23,28 @@ STRATEGIES: Registry[Strategy] = Registry("strategy", "combee.strategies", setti
 STRATEGIES.register("sequential", SequentialStrategy)
 STRATEGIES.register("naive", NaiveStrategy)
 STRATEGIES.register("combee", CombeeStrategy)
+
+
+def _combee_sqrt(*, p: int = 2, fan_in: int = 32, seed: int = 0) -> Strategy:
+    strategy = CombeeStrategy(p=p, fan_in=fan_in, seed=seed, groups="sqrt")
+    strategy.name = "combee-sqrt"
+    return strategy
+
+
+STRATEGIES.register("combee-sqrt", _combee_sqrt)
 STRATEGIES.register("topk", TopKStrategy)
 STRATEGIES.register("summarize", SummarizeStrategy)
 STRATEGIES.register("hier-summarize", HierSummarizeStrategy)
 
-STRATEGY_NAMES = ("sequential", "naive", "combee", "topk", "summarize", "hier-summarize")
+STRATEGY_NAMES = (
+    "sequential",
+    "naive",
+    "combee",
+    "combee-sqrt",
+    "topk",
+    "summarize",
+    "hier-summarize",
+)
 """The built-in strategies."""
 
 

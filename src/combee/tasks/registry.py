@@ -1,7 +1,8 @@
-"""Tasks by name: ``formula``, ``finer``, ``jsonl`` (with a data path, or ``jsonl:PATH``),
-``agentdojo:SUITE`` (``agentdojo:SUITE@ATTACK`` under one of AgentDojo's attacks), and
-any task registered from Python (``TASKS.register``) or by a plugin's ``combee.tasks`` entry
-point. A factory is called with the options it accepts of ``data``, ``scorer`` and ``seed``."""
+"""Tasks by name: ``formula``, ``finer``, ``rules`` (seeded synthetic rules), ``jsonl`` (with a
+data path, or ``jsonl:PATH``), ``agentdojo:SUITE`` (``agentdojo:SUITE@ATTACK`` under one of
+AgentDojo's attacks), and any task registered from Python (``TASKS.register``) or by a plugin's
+``combee.tasks`` entry point. A factory is called with the options it accepts of ``data``,
+``scorer`` and ``seed``."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from combee.tasks.base import Task
 from combee.tasks.finer import FinerTask
 from combee.tasks.formula import FormulaTask
 from combee.tasks.jsonl import JsonlTask
+from combee.tasks.rules import RulesTask
 
 TASKS: Registry[Task] = Registry(
     "task", "combee.tasks", setting="task", hint=" (or jsonl:PATH, agentdojo:SUITE)"
@@ -46,11 +48,17 @@ def _jsonl(*, data: str | None = None, scorer: str = "exact", seed: int = 0) -> 
     return JsonlTask(data, scorer=scorer, seed=seed)
 
 
+def _rules(*, data: str | None = None, seed: int = 0) -> Task:
+    _bundled("rules", data)
+    return RulesTask(seed=seed)
+
+
 TASKS.register("formula", _formula)
 TASKS.register("finer", _finer)
 TASKS.register("jsonl", _jsonl)
+TASKS.register("rules", _rules)
 
-TASK_NAMES = ("formula", "finer", "jsonl")
+TASK_NAMES = ("formula", "finer", "jsonl", "rules")
 """The built-in tasks."""
 
 

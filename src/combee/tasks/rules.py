@@ -1,0 +1,232 @@
+"""``rules``: a seeded synthetic task where only the lessons decide the answer.
+
+Each question is about a made-up entity ("a Vorlex", "the Quindar archive") whose rule, a
+factor, a unit, a rounding, a date format, a counting start or a precondition, is stated
+nowhere in the question. The scorer's feedback on a training sample states the rule, so a
+reflector can turn it into a lesson; test questions ask about the same entities with other
+numbers. Without a playbook a model can only guess (near 0, yes/no questions aside); with a
+playbook that kept the entity's rule the question is one multiplication or lookup.
+
+A controlled experiment beside Formula and FiNER, not a benchmark of its own: it measures
+whether specific lessons reach the playbook and are used, which is what aggregation can lose.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from combee.errors import ConfigError
+from combee.tasks.base import Sample, Score, Splits
+from combee.tasks.scoring import numbers_equal
+
+ANSWER_INSTRUCTION = (
+    "Reply with the answer only: a number without units, a date written the way the records "
+    "write it, or yes or no."
+)
+
+KINDS = ("factor", "unit", "rounding", "date", "count", "precondition")
+
+_ONSETS = [
+    "b",
+    "br",
+    "d",
+    "dr",
+    "f",
+    "g",
+    "gr",
+    "k",
+    "kl",
+    "m",
+    "n",
+    "p",
+    "pl",
+    "qu",
+    "r",
+    "s",
+    "st",
+    "t",
+    "tr",
+    "v",
+    "z",
+]
+_VOWELS = ("a", "e", "i", "o", "u", "ai", "ou")
+_CODAS = ("", "n", "r", "x", "l", "th", "sk", "m")
+_MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
+_DATE_FORMATS = ("DD-MM-YYYY", "YYYY.MM.DD", "MM/DD/YYYY", "YYYY/DD/MM")
+
+
+@dataclass(frozen=True)
+class Entity:
+    """A made-up entity and its rule: ``ask`` makes a (question, answer) from a random source."""
+
+    name: str
+    kind: str
+    rule: str
+    ask: Callable[[random.Random], tuple[str, str]]
+
+
+def _name(rng: random.Random, taken: set[str]) -> str:
+    while True:
+        syllables = [rng.choice(_ONSETS) + rng.choice(_VOWELS) for _ in range(2)]
+        name = ("".join(syllables) + rng.choice(_CODAS)).capitalize()
+        if name not in taken and len(name) >= 5:
+            taken.add(name)
+            return name
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.2f}".rstrip("0")
+
+
+def _entity(kind: str, name: str, rng: random.Random) -> Entity:
+    if kind == "factor":
+        factor = rng.choice((1.5, 2.5, 3.5, 4, 6, 7, 12))
+        rule = f"The yield of a {name} is its base value multiplied by {_number(factor)}."
+
+        def ask(r: random.Random) -> tuple[str, str]:
+            base = r.randint(2, 40)
+            question = f"A {name} has a base value of {base}. What is its yield?"
+            return question, _number(base * factor)
+
+    elif kind == "unit":
+        size = rng.choice((3, 4, 6, 8, 9, 12))
+        unit = name.lower()[:3] + "span"
+        rule = f"{name} distances are given in {unit}s; one {unit} is {size} meters."
+
+        def ask(r: random.Random) -> tuple[str, str]:
+            count = r.randint(2, 30)
+            question = f"A {name} road is {count * size} meters long. How many {unit}s is that?"
+            return question, str(count)
+
+    elif kind == "rounding":
+        step = rng.choice((5, 10, 25, 50))
+        rule = f"{name} scores are reported rounded down to a multiple of {step}."
+
+        def ask(r: random.Random) -> tuple[str, str]:
+            raw = r.randint(1, 19) * step + r.randint(1, step - 1)
+            question = f"A {name} team's raw score is {raw}. What score is reported?"
+            return question, str(raw - raw % step)
+
+    elif kind == "date":
+        form = rng.choice(_DATE_FORMATS)
+        rule = f"{name} records write a date as {form}."
+
+        def ask(r: random.Random) -> tuple[str, str]:
+            year, month, day = r.randint(1990, 2030), r.randint(1, 12), r.randint(1, 28)
+            question = (
+                f"A {name} shipment left on {_MONTHS[month - 1]} {day}, {year}. "
+                f"How does a {name} record write that date?"
+            )
+            parts = {"DD": f"{day:02d}", "MM": f"{month:02d}", "YYYY": str(year)}
+            written = form
+            for key, value in parts.items():
+                written = written.replace(key, value)
+            return question, written
+
+    elif kind == "count":
+        start = rng.randint(1700, 1990)
+        rule = f"{name} years are counted from {start}: the year {start} is {name} year 1."
+
+        def ask(r: random.Random) -> tuple[str, str]:
+            year = r.randint(start + 5, 2030)
+            question = f"Which {name} year is the year {year}?"
+            return question, str(year - start + 1)
+
+    else:
+        least = rng.randint(3, 9) * 5
+        rule = f"A {name} permit is granted only to applicants with at least {least} points."
+
+        def ask(r: random.Random) -> tuple[str, str]:
+            points = least + r.choice((-1, 1)) * r.randint(1, 10)
+            question = f"An applicant for a {name} permit has {points} points. Is it granted?"
+            return question, "yes" if points >= least else "no"
+
+    return Entity(name, kind, rule, ask)
+
+
+class RulesTask:
+    """``entities`` made-up entities, kinds in turn; per entity ``train_each`` training,
+    ``val_each`` validation and ``test_each`` test questions, all drawn from ``seed``."""
+
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        entities: int = 16,
+        train_each: int = 4,
+        val_each: int = 1,
+        test_each: int = 2,
+    ) -> None:
+        for setting, value in (("entities", entities), ("train_each", train_each)):
+            if value < 1:
+                raise ConfigError(f"must be at least 1 (got {value})", setting=setting)
+        self.name = "rules"
+        self.seed = seed
+        rng = random.Random(seed)
+        taken: set[str] = set()
+        self.entities = [
+            _entity(KINDS[i % len(KINDS)], _name(rng, taken), rng) for i in range(entities)
+        ]
+        self._counts = {"train": train_each, "val": val_each, "test": test_each}
+        self._splits: Splits | None = None
+
+    def load(self) -> Splits:
+        if self._splits is None:
+            train = self._split("train", set())
+            seen = {s.question for s in train}
+            val = self._split("val", seen)
+            test = self._split("test", seen | {s.question for s in val})
+            self._splits = Splits(train=train, val=val, test=test)
+        return self._splits
+
+    def _split(self, split: str, avoid: set[str]) -> list[Sample]:
+        """The split's questions, none of them one of ``avoid`` (another split's)."""
+        rng = random.Random(f"{self.seed}/{split}")
+        per_entity: list[list[Sample]] = []
+        for index, entity in enumerate(self.entities):
+            asked: set[str] = set()
+            samples: list[Sample] = []
+            while len(samples) < self._counts[split]:
+                question, answer = entity.ask(rng)
+                if question in asked or f"{question}\n\n{ANSWER_INSTRUCTION}" in avoid:
+                    continue
+                asked.add(question)
+                samples.append(
+                    Sample(
+                        id=f"rules-{split}-{index:02d}-{len(samples)}",
+                        question=f"{question}\n\n{ANSWER_INSTRUCTION}",
+                        answer=answer,
+                        meta={"entity": entity.name, "kind": entity.kind, "rule": entity.rule},
+                    )
+                )
+            per_entity.append(samples)
+        # Interleaved, so that any prefix of the split (a --train-limit) covers the entities.
+        return [s[i] for i in range(self._counts[split]) for s in per_entity if i < len(s)]
+
+    def score(self, prediction: str, sample: Sample) -> Score:
+        """Exact: the same number, or the same text after trimming, case and a final period;
+        the feedback states the entity's rule."""
+        given = prediction.strip().rstrip(".").strip()
+        if sample.meta.get("kind") in ("date", "precondition"):
+            correct = given.casefold() == sample.answer.casefold()
+        else:
+            correct = numbers_equal(given, sample.answer)
+        verdict = "correct" if correct else f"wrong: expected {sample.answer}, got {given[:80]!r}"
+        return Score(
+            correct, int(correct), 1, f"{verdict}. The rule: {sample.meta.get('rule', '')}"
+        )
