@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from combee.bench.lessons import FAMILIES, make_lessons, retained
 from combee.bench.retention import RetentionProgress, markdown_table, retention_async
@@ -96,3 +98,32 @@ def test_the_command_writes_its_table(tmp_path: Path) -> None:
     assert rows["sequential"]["llm_calls"] == {"curator": 4}
     assert rows["naive"]["retained"] == 4
     assert "| sequential | 4 |" in (tmp_path / "retention.md").read_text()
+
+
+def stingy_curator(body: Mapping[str, Any]) -> str:
+    """The scripted ACE model, but its curator writes at most two operations a reply."""
+    reply = ace_responder(body)
+    schema = body.get("response_format", {}).get("json_schema", {})
+    if schema.get("name") != "curator":
+        return reply
+    data = json.loads(reply)
+    data["operations"] = data["operations"][:2]
+    return json.dumps(data)
+
+
+async def test_each_lost_lesson_is_placed_where_it_was_lost() -> None:
+    with serve_in_thread(stingy_curator) as server:
+        llm = connect("sim", base_url=server.base_url)
+        try:
+            rows = await retention_async(
+                llm=llm, strategies=["naive", "combee"], sizes=[16], max_tokens=16384
+            )
+        finally:
+            await llm.aclose()
+    naive, combee = rows
+    assert naive.retained == 2 and naive.lost_where == {"not written": 14}
+    assert combee.curated_operations == [2, 2, 2, 2]
+    assert sum(combee.lost_where.values()) == len(combee.lost) == 16 - combee.retained
+    assert combee.lost_where["not written"] >= 16 - 8
+    assert combee.groups is not None and combee.groups["rule"] == "capacity"
+    assert combee.label == f"combee (capacity, {combee.groups['count']} groups)"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -63,6 +64,10 @@ class RetentionRow:
     """Lessons left out on the way to the playbook, by reason."""
     groups: dict[str, Any] | None = None
     """How ``combee`` chose its level-1 group count (rule, count, fan_in, reason)."""
+    lost_where: dict[str, int] = field(default_factory=dict)
+    """Lost lessons by where they were lost: ``not written`` (no curator operation named
+    it), ``left out by a merge`` (written, but not in the last merge's update) or ``refused
+    on apply`` (in the final update, not in the playbook)."""
 
     @property
     def label(self) -> str:
@@ -87,17 +92,36 @@ class _TracedAce(AceMethod):
         super().__init__(*args, **kwargs)
         self.curated: list[int] = []
         self.merges: list[dict[str, Any]] = []
+        self.written = ""
+        """Every operation a curator call wrote, as text."""
+        self.merged: str | None = None
+        """The operations of the last merge's update, as text (None: no merge)."""
 
     async def curate(self, context: Playbook, reflections: Sequence[Reflection]) -> AceUpdate:
         update = await super().curate(context, reflections)
         self.curated.append(len(update.operations))
+        self.written += json.dumps(update.operations).casefold()
         return update
 
     async def merge(self, context: Playbook, updates: Sequence[AceUpdate]) -> AceUpdate:
         merged = await super().merge(context, updates)
         given = sum(len(update.operations) for update in updates)
         self.merges.append({"in": given, "out": len(merged.operations), "source": merged.source})
+        self.merged = json.dumps(merged.operations).casefold()
         return merged
+
+    def where_lost(self, names: Sequence[str]) -> dict[str, int]:
+        """How many of the lost ``names`` were lost at each step."""
+        found: Counter[str] = Counter()
+        for name in names:
+            folded = name.casefold()
+            if folded not in self.written:
+                found["not written"] += 1
+            elif self.merged is not None and folded not in self.merged:
+                found["left out by a merge"] += 1
+            else:
+                found["refused on apply"] += 1
+        return dict(found)
 
 
 def _no_score(prediction: str, sample: Sample) -> Score:
@@ -182,6 +206,7 @@ async def _aggregate(
         error = ", ".join(f"{role} {n} call(s) failed" for role, n in failed.items())
     text = playbook.render()
     kept = retained(lessons, text)
+    lost = [lesson.name for lesson in lessons if lesson.name not in kept]
     return RetentionRow(
         strategy=strategy_name,
         lessons=size,
@@ -192,7 +217,8 @@ async def _aggregate(
         wall_s=round(time.perf_counter() - started, 3),
         llm_calls=_calls(client.usage(), before),
         error=error,
-        lost=[lesson.name for lesson in lessons if lesson.name not in kept],
+        lost=lost,
+        lost_where=method.where_lost(lost),
         curated_operations=method.curated,
         merges=method.merges,
         dropped=dict(dropped),

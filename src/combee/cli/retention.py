@@ -91,6 +91,8 @@ def retention_command(
         done.append(row)
         save(done)  # a long run on a slow model keeps every finished row
         failed = f"  [yellow]error: {escape(row.error)}[/]" if row.error else ""
+        if row.lost_where:
+            failed += "  lost: " + ", ".join(f"{n} {where}" for where, n in row.lost_where.items())
         err.print(
             f"{row.label:>15} N={row.lessons:<4} retained {row.retained}/{row.lessons} "
             f"({row.share:.0%})  updates {row.updates_applied}  tokens {row.playbook_tokens}  "
