@@ -98,6 +98,8 @@ async def test_second_identical_call_is_served_from_the_cache(
     usage = first_llm.usage()["generator"]
     assert (usage.calls, usage.cached_calls) == (2, 1)
     assert usage.prompt_tokens == first.prompt_tokens  # the hit spent nothing
+    assert usage.latency_s == first.latency_s > 0
+    assert usage.replayed_s == first.latency_s  # what the replayed call took when first made
     assert [call.attempts for call in first_llm.calls] == [1, 0]
 
     # Another key in another variable: the same request still hits the cache.

@@ -77,11 +77,14 @@ class Accounting:
             usage.cost += completion.cost
         return completion
 
-    def cache_hit(self, role: str) -> None:
-        """A reply from the cache: counted as a call, with no tokens, latency or cost spent."""
+    def cache_hit(self, role: str, completion: Completion, *, start: float) -> None:
+        """A reply from the cache (asked at ``start``): counted as a call, with no tokens,
+        latency or cost spent; the time it took when first made is kept apart (``replayed_s``)."""
+        self.calls.append(CallRecord(role, start, start, time.perf_counter(), True, 0, None))
         usage = self.role(role)
         usage.calls += 1
         usage.cached_calls += 1
+        usage.replayed_s += completion.latency_s
 
     def failed(self, role: str, *, start: float, sent: float, attempts: int, reason: str) -> None:
         """A call that failed for good, and its call record."""
@@ -95,8 +98,8 @@ class Accounting:
     def absorb(self, role: str, other: RoleUsage) -> None:
         """Add usage spent elsewhere (calls made by a copy of this client in another process)."""
         usage = self.role(role)
-        for name in ("calls", "failed_calls", "cached_calls", "retries", "reasks",
-                     "prompt_tokens", "completion_tokens", "latency_s", "cost"):  # fmt: skip
+        for name in ("calls", "failed_calls", "cached_calls", "retries", "reasks", "prompt_tokens",
+                     "completion_tokens", "latency_s", "replayed_s", "cost"):  # fmt: skip
             setattr(usage, name, getattr(usage, name) + getattr(other, name))
         for kind, count in other.retries_by_kind.items():
             usage.retries_by_kind[kind] = usage.retries_by_kind.get(kind, 0) + count

@@ -316,10 +316,7 @@ class LLM:
         if hit is None:
             completion = await self._attempts(request, role, start, preflight=preflight)
             return self._cleaned(completion, request, role), key
-        self._accounting.cache_hit(role)
-        self._accounting.calls.append(
-            CallRecord(role, start, start, time.perf_counter(), True, 0, None)
-        )
+        self._accounting.cache_hit(role, hit, start=start)
         return replace(hit, cached=True, cost=None if hit.cost is None else 0.0), key
 
     def _cleaned(self, completion: Completion, request: Request, role: str) -> Completion:

@@ -110,6 +110,8 @@ class RoleUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    replayed_s: float = 0.0
+    """What the cached calls replayed here took when they were first made."""
     cost: float = 0.0
     retries_by_kind: dict[str, int] = field(default_factory=dict)
 

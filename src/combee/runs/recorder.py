@@ -26,6 +26,7 @@ def usage_delta(now: Mapping[str, RoleUsage], before: Mapping[str, RoleUsage]) -
             "prompt_tokens": usage.prompt_tokens - old.prompt_tokens,
             "completion_tokens": usage.completion_tokens - old.completion_tokens,
             "cost": round(usage.cost - old.cost, 6),
+            "replayed_s": round(usage.replayed_s - old.replayed_s, 3),
         }
         if any(row.values()):
             delta[role] = row
