@@ -10,11 +10,14 @@ from typing import Any
 
 import pytest
 
+import combee
 from combee.core.capacity import CallCapacity, choose_groups
 from combee.errors import ConfigError
+from combee.llm import Endpoint, connect
 from combee.llm.bounded import bounded_schema
 from combee.llm.types import Completion, ModelLimits
 from combee.methods.ace import AceMethod, Playbook, schemas
+from combee.sim import serve_in_thread
 from combee.sim.ace_script import ace_responder
 from combee.strategies.combee import CombeeStrategy
 from combee.tasks.base import Sample, Score
@@ -160,3 +163,33 @@ async def test_level_one_calls_counted_at_the_server_follow_the_rule(rule: str, 
     config = json.loads((run_dir / "config.json").read_text())
     assert json.dumps(config).count(f'"groups": "{rule}"') == 1
     assert result.llm_calls["curator"] == expected
+
+
+async def test_a_declared_context_window_fits_the_groups_to_the_prompt(tmp_path) -> None:
+    from tests.test_baselines import task
+
+    with serve_in_thread(ace_responder) as server:
+        llm = connect("sim", base_url=server.base_url, context_window=3500)
+        assert llm.limits() == ModelLimits(context_window=3500)
+        assert llm.settings["context_window"] == 3500
+        try:
+            result = await combee.train_async(
+                task(36), strategy="combee", batch_size=36, llm=llm, run_dir=tmp_path / "run"
+            )
+        finally:
+            await llm.aclose()
+        records = server.records
+    (row,) = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
+    groups = row["groups"]
+    assert "3500-token window" in groups["reason"]
+    # 2,048 of the 3,500 tokens are kept for the reply: the prompt, not the reply, decides.
+    assert groups["count"] > max(6, math.ceil(72 / reply_bound(2048)))
+    curators = [r for r in records if r.schema_name == "curator" and r.status == 200]
+    assert len(curators) == groups["count"] == result.llm_calls["curator"]
+    assert all(len(r.body["messages"][-1]["content"]) < 4 * 2048 for r in curators)
+
+
+def test_a_context_window_too_small_to_use_is_refused_by_name() -> None:
+    with pytest.raises(ConfigError, match="context_window") as caught:
+        Endpoint("sim", base_url="http://127.0.0.1:9/v1", context_window=100)
+    assert "at least 512" in str(caught.value)

@@ -42,6 +42,7 @@ ENDPOINT_FLAGS = {
     "max_retries": "max_retries",
     "redact": "redact",
     "max_failures_in_a_row": "max_failures_in_a_row",
+    "context_window": "context_window",
 }
 """Flags that set an :class:`Endpoint` field (flag parameter -> field)."""
 

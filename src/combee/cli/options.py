@@ -63,6 +63,13 @@ MaxFailuresInARow = Annotated[
     int,
     typer.Option(help="Stop the run when this many LLM calls in a row fail for good (0: never)."),
 ]
+ContextWindow = Annotated[
+    int | None,
+    typer.Option(
+        help="Tokens one call may read and write together: the embedded model's context "
+        "(default 8192), or what your server allows (combee's groups then fit prompts to it).",
+    ),
+]
 ExecutorName = Annotated[
     str,
     typer.Option(
@@ -120,6 +127,7 @@ ENDPOINT_OPTIONS: dict[str, tuple[Any, Any]] = {
     "max_failures_in_a_row": (MaxFailuresInARow, _DEFAULTS["max_failures_in_a_row"]),
     "price_prompt": (PricePrompt, None),
     "price_completion": (PriceCompletion, None),
+    "context_window": (ContextWindow, None),
 }
 """The endpoint's flags, once for every command that talks to a model: each flag's type and
 help, and its default (the :class:`Endpoint` field's)."""
@@ -163,6 +171,7 @@ def endpoint(
     price_completion: float | None = None,
     redact: bool = True,
     max_failures_in_a_row: int = MAX_FAILURES_IN_A_ROW,
+    context_window: int | None = None,
 ) -> Endpoint:
     """The endpoint the flags describe; the run connects to it once every setting is checked."""
     prices = None
@@ -182,6 +191,7 @@ def endpoint(
         seed=seed,
         redact=redact,
         max_failures_in_a_row=max_failures_in_a_row or None,
+        context_window=context_window,
     )
 
 

@@ -22,13 +22,18 @@ from combee.llm.cache import ResponseCache
 from combee.llm.client import LLM
 from combee.llm.guards import MAX_CONCURRENCY, MAX_FAILURES_IN_A_ROW, check_limits
 from combee.llm.redact import without_credentials
-from combee.llm.types import DEFAULT_JSON_MODE, DEFAULT_KEY_ENV, Backend, JsonMode
+from combee.llm.types import DEFAULT_JSON_MODE, DEFAULT_KEY_ENV, Backend, JsonMode, StatesLimits
 
 JSON_MODES: tuple[JsonMode, ...] = typing.get_args(JsonMode)
 ClientName = Literal["openai", "lean"]
 CLIENTS: tuple[ClientName, ...] = ("openai", "lean")
 DEFAULT_MODEL = "local"
 """The embedded local model (see :mod:`combee.llm.local_models`)."""
+
+MIN_CONTEXT_WINDOW = 512
+"""A context window smaller than this holds no useful prompt and reply."""
+DEFAULT_LOCAL_CONTEXT = 8192
+"""The embedded model's context window unless the endpoint sets one."""
 
 
 logger = logging.getLogger(__name__)
@@ -61,6 +66,7 @@ class Endpoint:
     seed: int | None = 0
     redact: bool = True
     max_failures_in_a_row: int | None = MAX_FAILURES_IN_A_ROW
+    context_window: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, str) or not self.model:
@@ -80,6 +86,13 @@ class Endpoint:
         _json_mode(self.json_mode)
         check_limits(self.concurrency, self.max_retries, self.timeout_s, self.max_failures_in_a_row)
         _prices(self.prices)
+        window = self.context_window
+        if window is not None and (isinstance(window, bool) or not isinstance(window, int)
+                                   or window < MIN_CONTEXT_WINDOW):  # fmt: skip
+            raise ConfigError(
+                f"must be a whole number of tokens, at least {MIN_CONTEXT_WINDOW} (got {window!r})",
+                setting="context_window",
+            )
 
     def without_cache(self) -> Endpoint:
         return dataclasses.replace(self, cache=None)
@@ -112,6 +125,9 @@ class Endpoint:
                 "served_model": backend.model,
                 "client": "embedded" if is_local(self.model) else self.client,
                 "api_key_env": None if is_local(self.model) else self.api_key_env,
+                "context_window": backend.limits().context_window
+                if isinstance(backend, StatesLimits)
+                else None,
             },
         )
         llm.endpoint = self  # so a copy can be made in another process (see LLM.__reduce__)
@@ -151,6 +167,7 @@ def connect(
     seed: int | None = 0,
     redact: bool = True,
     max_failures_in_a_row: int | None = MAX_FAILURES_IN_A_ROW,
+    context_window: int | None = None,
 ) -> LLM:
     """An LLM client for ``model``.
 
@@ -168,7 +185,10 @@ def connect(
     replaces secret-like strings (keys, tokens, passwords, e-mail addresses) in every message
     and reply before they are sent, cached or used (:mod:`combee.llm.redact`).
     ``max_failures_in_a_row`` calls failing for good one after another stop the run with a
-    :class:`combee.errors.RunFailedError` (``None``: never). The client is
+    :class:`combee.errors.RunFailedError` (``None``: never). ``context_window`` is the tokens
+    one call may read and write together (the embedded model's ``n_ctx``, default 8,192; for an
+    endpoint, what its server allows: then ``combee``'s capacity groups also fit the prompt to
+    it). The client is
     bound to the event loop it first runs on; close it with ``await llm.aclose()``.
     """
     return Endpoint(
@@ -185,6 +205,7 @@ def connect(
         seed=seed,
         redact=redact,
         max_failures_in_a_row=max_failures_in_a_row,
+        context_window=context_window,
     ).connect()
 
 
@@ -282,6 +303,7 @@ def _backend(endpoint: Endpoint, json_mode: JsonMode) -> Backend:
             str(resolve_local_model(endpoint.model)),
             seed=endpoint.seed or 0,
             n_threads=local_threads(),
+            n_ctx=endpoint.context_window or DEFAULT_LOCAL_CONTEXT,
         )
     if endpoint.client == "lean":
         from combee.llm.lean_backend import LeanBackend
@@ -291,6 +313,7 @@ def _backend(endpoint: Endpoint, json_mode: JsonMode) -> Backend:
             base_url=endpoint.base_url,
             api_key_env=endpoint.api_key_env,
             json_mode=json_mode,
+            context_window=endpoint.context_window,
         )
     from combee.llm.openai_backend import OpenAIBackend
 
@@ -300,4 +323,5 @@ def _backend(endpoint: Endpoint, json_mode: JsonMode) -> Backend:
         api_key_env=endpoint.api_key_env,
         json_mode=json_mode,
         timeout_s=endpoint.timeout_s,
+        context_window=endpoint.context_window,
     )

@@ -25,7 +25,14 @@ from combee.llm.openai_backend import is_loopback
 from combee.llm.redact import basic_auth, without_credentials
 from combee.llm.response_format import ResponseFormats
 from combee.llm.retry import BackendFailure, retry_after_seconds
-from combee.llm.types import DEFAULT_JSON_MODE, DEFAULT_KEY_ENV, Completion, JsonMode, Request
+from combee.llm.types import (
+    DEFAULT_JSON_MODE,
+    DEFAULT_KEY_ENV,
+    Completion,
+    JsonMode,
+    ModelLimits,
+    Request,
+)
 from combee.llm.wire import completion_from_body, dumps, error_message
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -43,8 +50,11 @@ class LeanBackend:
         api_key_env: str | None = None,
         json_mode: JsonMode = DEFAULT_JSON_MODE,
         max_connections: int = 1024,
+        context_window: int | None = None,
     ) -> None:
         self.model = model
+        self.context_window = context_window
+        """Tokens the served model reads and writes per call, as the user declared it."""
         self.api_key_env = api_key_env or DEFAULT_KEY_ENV
         self.json_mode: JsonMode = json_mode
         plain, authorization = basic_auth(base_url)
@@ -92,6 +102,9 @@ class LeanBackend:
                 auto_decompress=True,
             )
         return self._session
+
+    def limits(self) -> ModelLimits:
+        return ModelLimits(context_window=self.context_window)
 
     async def complete(self, request: Request) -> Completion:
         body: dict[str, Any] = {

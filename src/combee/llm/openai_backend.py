@@ -17,7 +17,14 @@ from combee.llm.guards import oversized_body, reply_byte_limit
 from combee.llm.redact import basic_auth, without_credentials
 from combee.llm.response_format import ResponseFormats
 from combee.llm.retry import BackendFailure
-from combee.llm.types import DEFAULT_JSON_MODE, DEFAULT_KEY_ENV, Completion, JsonMode, Request
+from combee.llm.types import (
+    DEFAULT_JSON_MODE,
+    DEFAULT_KEY_ENV,
+    Completion,
+    JsonMode,
+    ModelLimits,
+    Request,
+)
 from combee.llm.wire import completion_from_body
 
 _LOCAL_PLACEHOLDER_KEY = "no-key-needed"
@@ -39,8 +46,11 @@ class OpenAIBackend:
         json_mode: JsonMode = DEFAULT_JSON_MODE,
         timeout_s: float = 120.0,
         max_connections: int = 1024,
+        context_window: int | None = None,
     ) -> None:
         self.model = model
+        self.context_window = context_window
+        """Tokens the served model reads and writes per call, as the user declared it."""
         self.api_key_env = api_key_env or DEFAULT_KEY_ENV
         self.json_mode: JsonMode = json_mode
         base_url, authorization = basic_auth(base_url)
@@ -75,6 +85,9 @@ class OpenAIBackend:
         return (
             f"OpenAIBackend(model={self.model!r}, base_url={without_credentials(self.base_url)!r})"
         )
+
+    def limits(self) -> ModelLimits:
+        return ModelLimits(context_window=self.context_window)
 
     async def complete(self, request: Request) -> Completion:
         arguments: dict[str, Any] = {
