@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from combee.core.types import Reflection
@@ -58,12 +58,7 @@ class GroupChoice:
     reason: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "rule": self.rule,
-            "count": self.count,
-            "fan_in": self.fan_in,
-            "reason": self.reason,
-        }
+        return asdict(self)
 
 
 def sqrt_groups(n: int) -> int:

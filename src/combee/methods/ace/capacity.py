@@ -70,14 +70,12 @@ class CuratorMeter:
         ``with_all`` the prompt with all ``count`` of them."""
         bound = _payload_items(schema, max_tokens)
         if self.operations:
-            per_op = self.reply_tokens / self.operations
-            shown = per_op
-            by_reply = max(1, int(max_tokens / per_op))
+            shown = self.reply_tokens / self.operations  # also what a merge prompt shows
+            by_reply = max(1, int(max_tokens / shown))
             if limits.bounded_replies:
                 by_reply = min(by_reply, bound)
-            reply_why = f"{per_op:.0f} reply tokens per operation measured"
+            reply_why = f"{shown:.0f} reply tokens per operation measured"
         else:
-            per_op = max_tokens / bound
             shown = (LESSON_CHARS + OPERATION_CHARS) / self.chars_per_token
             by_reply = bound
             reply_why = "the reply bound's room for full-length operations"
