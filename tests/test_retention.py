@@ -8,11 +8,17 @@ from pathlib import Path
 from typing import Any
 
 from combee.bench.lessons import FAMILIES, make_lessons, retained
-from combee.bench.retention import RetentionProgress, markdown_table, retention_async
+from combee.bench.retention import (
+    RetentionProgress,
+    RetentionRow,
+    markdown_table,
+    retention_async,
+)
 from combee.llm import connect
 from combee.methods.ace.playbook import count_tokens
 from combee.sim import SimConfig, serve_in_thread
 from combee.sim.ace_script import ace_responder
+from combee.sim.responders import Responder
 from tests.cli_helpers import run_combee
 
 
@@ -32,15 +38,19 @@ def test_lessons_are_seeded_distinct_varied_and_as_long_as_a_real_reflection() -
     assert retained(lessons[:3], f"a note on {names[1].upper()} only") == [names[1]]
 
 
-async def test_naive_and_combee_on_the_scripted_server_keep_every_lesson() -> None:
-    with serve_in_thread(ace_responder) as server:
+async def naive_and_combee_at_16(responder: Responder) -> list[RetentionRow]:
+    with serve_in_thread(responder) as server:
         llm = connect("sim", base_url=server.base_url)
         try:
-            rows = await retention_async(
+            return await retention_async(
                 llm=llm, strategies=["naive", "combee"], sizes=[16], max_tokens=16384
             )
         finally:
             await llm.aclose()
+
+
+async def test_naive_and_combee_on_the_scripted_server_keep_every_lesson() -> None:
+    rows = await naive_and_combee_at_16(ace_responder)
     by_name = {row.strategy: row for row in rows}
     assert by_name["naive"].retained == by_name["combee"].retained == 16
     assert by_name["naive"].llm_calls == {"curator": 1}
@@ -112,15 +122,7 @@ def stingy_curator(body: Mapping[str, Any]) -> str:
 
 
 async def test_each_lost_lesson_is_placed_where_it_was_lost() -> None:
-    with serve_in_thread(stingy_curator) as server:
-        llm = connect("sim", base_url=server.base_url)
-        try:
-            rows = await retention_async(
-                llm=llm, strategies=["naive", "combee"], sizes=[16], max_tokens=16384
-            )
-        finally:
-            await llm.aclose()
-    naive, combee = rows
+    naive, combee = await naive_and_combee_at_16(stingy_curator)
     assert naive.retained == 2 and naive.lost_where == {"not written": 14}
     assert combee.curated_operations == [2, 2, 2, 2]
     assert sum(combee.lost_where.values()) == len(combee.lost) == 16 - combee.retained

@@ -92,14 +92,18 @@ def accuracy_vs_time(plt: Any, runs: Sequence[RunInfo], path: Path) -> bool:
     )
     for name in strategies:
         axis.scatter([], [], color=_color(strategies, name), label=name)
-    axis.set_xlabel("training wall time (s)")
-    axis.set_ylabel("test accuracy")
-    axis.set_ylim(-0.03, 1.03)
-    axis.set_title("Test accuracy against training time", fontsize=10)
-    axis.grid(True, alpha=0.3)
-    axis.legend(fontsize=8)
+    _accuracy_axes(axis, "training wall time (s)", "Test accuracy against training time")
     _save(plt, figure, path)
     return True
+
+
+def _accuracy_axes(axis: Any, xlabel: str, title: str) -> None:
+    axis.set_xlabel(xlabel)
+    axis.set_ylabel("test accuracy")
+    axis.set_ylim(-0.03, 1.03)
+    axis.set_title(title, fontsize=10)
+    axis.grid(True, alpha=0.3)
+    axis.legend(fontsize=8)
 
 
 def accuracy_vs_batch_size(plt: Any, runs: Sequence[RunInfo], path: Path) -> bool:
@@ -132,12 +136,7 @@ def accuracy_vs_batch_size(plt: Any, runs: Sequence[RunInfo], path: Path) -> boo
     if baselines:
         axis.axhline(baselines[0], color="grey", linestyle=":", label="no playbook")
     axis.set_xscale("log", base=2)
-    axis.set_xlabel("batch size")
-    axis.set_ylabel("test accuracy")
-    axis.set_ylim(-0.03, 1.03)
-    axis.set_title("Test accuracy against batch size", fontsize=10)
-    axis.grid(True, alpha=0.3)
-    axis.legend(fontsize=8)
+    _accuracy_axes(axis, "batch size", "Test accuracy against batch size")
     _save(plt, figure, path)
     return True
 
