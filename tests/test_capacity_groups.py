@@ -193,3 +193,15 @@ def test_a_context_window_too_small_to_use_is_refused_by_name() -> None:
     with pytest.raises(ConfigError, match="context_window") as caught:
         Endpoint("sim", base_url="http://127.0.0.1:9/v1", context_window=100)
     assert "at least 512" in str(caught.value)
+
+
+def test_a_combee_run_from_before_the_groups_setting_resumes_only_with_sqrt() -> None:
+    from combee.runs.checkpoint import config_differences
+
+    before = {"strategy": "combee", "batch_size": 40}  # config.json written without groups
+    assert config_differences(before, {**before, "groups": "sqrt"}) == []
+    assert config_differences(before, {**before, "groups": "capacity"}) == [
+        'groups: "sqrt" there, "capacity" here'
+    ]
+    naive = {"strategy": "naive", "batch_size": 40}
+    assert config_differences(naive, {**naive, "groups": "capacity"}) == []

@@ -154,6 +154,15 @@ def resume_point(
     return read_checkpoint(folder / CHECKPOINT_FILE, load, samples)
 
 
+def _earlier_behaviour(saved: Mapping[str, Any], here: Mapping[str, Any]) -> dict[str, Any]:
+    """What a run made before a setting existed did, where that is not the setting's default:
+    ``combee`` dealt ``floor(sqrt(n))`` groups before the ``groups`` setting (a run of another
+    strategy never used it)."""
+    if "groups" in saved:
+        return {}
+    return {"groups": "sqrt" if saved.get("strategy") == "combee" else here.get("groups")}
+
+
 def config_differences(saved: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
     """``key: A there, B here`` for each setting that differs (of the endpoint, the model, its
     address, the JSON mode and redaction count: concurrency or timeouts may change between
@@ -165,7 +174,7 @@ def config_differences(saved: Mapping[str, Any], config: Mapping[str, Any]) -> l
         found = raw if isinstance(raw, Mapping) else {}
         return {k: found.get(k) for k in ("model", "base_url", "json_mode", "redact")}
 
-    there = {**saved, "endpoint": endpoint(saved)}
+    there = {**_earlier_behaviour(saved, here), **saved, "endpoint": endpoint(saved)}
     now = {**here, "endpoint": endpoint(here)}
     return [
         f"{key}: {json.dumps(there.get(key))} there, {json.dumps(now.get(key))} here"
