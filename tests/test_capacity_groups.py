@@ -16,7 +16,7 @@ from combee.errors import ConfigError
 from combee.llm import Endpoint, connect
 from combee.llm.bounded import bounded_schema
 from combee.llm.types import Completion, ModelLimits
-from combee.methods.ace import AceMethod, Playbook, schemas
+from combee.methods.ace import AceMethod, AceUpdate, Playbook, schemas
 from combee.sim import serve_in_thread
 from combee.sim.ace_script import ace_responder
 from combee.strategies.combee import CombeeStrategy
@@ -24,8 +24,8 @@ from combee.tasks.base import Sample, Score
 from tests.test_baselines import named, train
 
 
-def fits(per_call: int, merge_fan_in: int | None = None) -> CallCapacity:
-    return CallCapacity(per_call, merge_fan_in, "measured")
+def fits(per_call: int) -> CallCapacity:
+    return CallCapacity(per_call, "measured")
 
 
 def reply_bound(max_tokens: int) -> int:
@@ -57,12 +57,6 @@ def test_capacity_never_gives_fewer_groups_than_sqrt() -> None:
 
 def test_capacity_puts_at_most_one_copy_in_a_group() -> None:
     assert choose_groups(5, p=2, fan_in=32, rule="capacity", capacity=fits(1)).count == 10
-
-
-def test_capacity_lowers_the_merge_fan_in_to_what_a_merge_call_reads() -> None:
-    assert choose_groups(64, p=2, fan_in=32, rule="capacity", capacity=fits(9, 5)).fan_in == 5
-    assert choose_groups(64, p=2, fan_in=32, rule="capacity", capacity=fits(9, 1)).fan_in == 2
-    assert choose_groups(64, p=2, fan_in=4, rule="capacity", capacity=fits(9, 50)).fan_in == 4
 
 
 def test_a_method_that_cannot_size_its_calls_gets_sqrt_and_the_reason() -> None:
@@ -108,8 +102,8 @@ def test_before_any_reply_the_reply_bound_decides() -> None:
     method = AceMethod(Limited(ModelLimits()), never, token_budget=None, max_tokens=1024)
     capacity = method.call_capacity(Playbook(), reflections(30))
     assert capacity.per_call == reply_bound(1024)
-    assert capacity.merge_fan_in is None
     assert "context window not known" in capacity.reason
+    assert method.merge_capacity(Playbook(), [AceUpdate(operations=[{"type": "ADD"}])]) is None
 
 
 def test_measured_operation_length_replaces_the_bound_unless_a_grammar_holds_replies() -> None:
@@ -129,7 +123,31 @@ def test_a_small_context_window_bounds_the_group_by_its_prompt() -> None:
     capacity = method.call_capacity(Playbook(), many)
     assert 1 <= capacity.per_call < reply_bound(2048)
     assert "4096-token window" in capacity.reason
-    assert capacity.merge_fan_in is not None and capacity.merge_fan_in >= 2
+
+
+def operations(count: int, words: int = 40) -> AceUpdate:
+    text = " ".join(["detail"] * words)
+    ops = [
+        {"type": "ADD", "section": "other", "content": f"rule {i}: {text}"} for i in range(count)
+    ]
+    return AceUpdate(operations=ops)
+
+
+def test_a_merge_call_is_sized_on_the_updates_it_would_read() -> None:
+    limits = ModelLimits(context_window=8192, bounded_replies=True)
+    method = AceMethod(Limited(limits), never, token_budget=None, max_tokens=2048)
+    small = method.merge_capacity(Playbook(), [operations(2)] * 4)
+    large = method.merge_capacity(Playbook(), [operations(20)] * 4)
+    assert small is not None and large is not None and small > 4 * large >= 4
+
+
+async def test_a_merge_that_would_not_fit_the_window_is_not_sent() -> None:
+    limits = ModelLimits(context_window=4096, bounded_replies=True)
+    method = AceMethod(Limited(limits), never, token_budget=None, max_tokens=2048)
+    updates = [operations(30), operations(30)]
+    merged = await method.merge(Playbook(), updates)  # Limited fails the test if called
+    assert merged.source == "merge-fallback" and "over the window" in merged.reasoning
+    assert len(merged.operations) == 30  # the two updates' exact repeats dropped
 
 
 # ---- at the scripted server ------------------------------------------------------------------

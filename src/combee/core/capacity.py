@@ -32,10 +32,8 @@ class CallCapacity:
 
     per_call: int
     """The most reflections one curate call can turn into updates."""
-    merge_fan_in: int | None
-    """The most local updates one merge call can read (None: not limited by what is known)."""
     reason: str
-    """How ``per_call`` and ``merge_fan_in`` were measured, in words."""
+    """How ``per_call`` was measured, in words."""
 
 
 @runtime_checkable
@@ -46,6 +44,11 @@ class SizesCalls(Protocol[C_contra]):
     def call_capacity(
         self, context: C_contra, reflections: Sequence[Reflection]
     ) -> CallCapacity: ...
+
+    def merge_capacity(self, context: C_contra, updates: Sequence[Any]) -> int | None:
+        """How many of ``updates`` (of their mean size) one merge call can read (None: no
+        limit known)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -72,9 +75,9 @@ def choose_groups(
     """The level-1 group count for ``n`` items copied ``p`` times under ``rule``.
 
     ``capacity`` groups: at least ``sqrt``'s count, and enough that no group holds more than
-    ``capacity.per_call`` copies (at most one copy per group: ``p * n`` groups); the merge
-    fan-in is lowered to what one merge call can read. Without a measured capacity (a method
-    that cannot size its calls) the rule falls back to ``sqrt`` and says so.
+    ``capacity.per_call`` copies (at most one copy per group: ``p * n`` groups). Without a
+    measured capacity (a method that cannot size its calls) the rule falls back to ``sqrt`` and
+    says so.
     """
     base = sqrt_groups(n)
     if rule == "sqrt":
@@ -88,9 +91,6 @@ def choose_groups(
     copies = p * n
     needed = math.ceil(copies / max(1, capacity.per_call))
     count = min(copies, max(base, needed))
-    merge_fan_in = fan_in
-    if capacity.merge_fan_in is not None:
-        merge_fan_in = max(2, min(fan_in, capacity.merge_fan_in))
     if needed > base:
         why = (
             f"{copies} copies ({n} reflections x p={p}) at most {capacity.per_call} per call "
@@ -98,4 +98,4 @@ def choose_groups(
         )
     else:
         why = f"floor(sqrt({n}))={base} groups already hold at most {capacity.per_call} per call"
-    return GroupChoice("capacity", count, merge_fan_in, f"{why}; {capacity.reason}")
+    return GroupChoice("capacity", count, fan_in, f"{why}; {capacity.reason}")

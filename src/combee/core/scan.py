@@ -59,14 +59,14 @@ async def scan_reduce(
     merge: Callable[[Sequence[U]], Awaitable[U]],
     *,
     p: int = 2,
-    fan_in: int | Callable[[], int] = 32,
+    fan_in: int | Callable[[Sequence[U]], int] = 32,
     rng: random.Random,
     groups: int | None = None,
 ) -> ReduceTrace[U]:
     """Curate ``items`` in ``groups`` concurrent groups (default ``floor(sqrt(n))``), then merge
     level by level, at most ``fan_in`` updates per merge call, into one update. A callable
-    ``fan_in`` is asked before each merge level (what a merge call can read is known better
-    once the curator calls have replied).
+    ``fan_in`` is asked before each merge level with that level's updates (what a merge call
+    can read depends on how large they turned out).
 
     A group whose call fails (:class:`LLMCallError`) is logged and dropped; the others go on.
     ``trace.update`` is None only when every level-1 call failed or there were no items.
@@ -83,7 +83,7 @@ async def scan_reduce(
     )
     level = 2
     while len(updates) > 1:
-        limit = fan_in() if callable(fan_in) else fan_in
+        limit = fan_in(updates) if callable(fan_in) else fan_in
         parts = merge_groups(len(updates), fan_in=max(2, limit))
         trace.levels.append(parts)
         merged = await _run_level(

@@ -6,7 +6,7 @@ import random
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from combee.core.capacity import GROUP_RULES, GroupChoice, SizesCalls, choose_groups
+from combee.core.capacity import GROUP_RULES, SizesCalls, choose_groups
 from combee.core.loop_state import rng_state, set_rng_state
 from combee.core.scan import scan_reduce
 from combee.core.types import Method, ReduceTrace, Reflection
@@ -66,22 +66,22 @@ class CombeeStrategy:
 
         sizer = method if self.groups == "capacity" and isinstance(method, SizesCalls) else None
 
-        def choice() -> GroupChoice:
-            capacity = None
-            if sizer is not None and reflections:
-                capacity = sizer.call_capacity(context, reflections)
-            return choose_groups(
-                len(reflections), p=self.p, fan_in=self.fan_in, rule=self.groups, capacity=capacity
-            )
-
-        first = choice()
+        capacity = None
+        if sizer is not None and reflections:
+            capacity = sizer.call_capacity(context, reflections)
+        first = choose_groups(
+            len(reflections), p=self.p, fan_in=self.fan_in, rule=self.groups, capacity=capacity
+        )
         merge_limits: list[int] = []
 
-        def fan_in() -> int:
-            # Measured again after the curator calls: their replies tell how long an
-            # operation, and so a local update, really is.
-            merge_limits.append(choice().fan_in if sizer is not None else self.fan_in)
-            return merge_limits[-1]
+        def fan_in(updates: Sequence[U]) -> int:
+            # Sized on the updates themselves: a merged update holds many local ones.
+            limit = self.fan_in
+            if sizer is not None:
+                fits = sizer.merge_capacity(context, updates)
+                limit = self.fan_in if fits is None else max(2, min(self.fan_in, fits))
+            merge_limits.append(limit)
+            return limit
 
         trace = await scan_reduce(
             reflections, curate, merge, p=self.p, fan_in=fan_in, rng=self._rng, groups=first.count

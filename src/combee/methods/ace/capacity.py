@@ -12,8 +12,8 @@ Two limits, whichever is smaller:
   reflections' mean length as the curator prompt shows them. Characters become tokens at the
   ratio the model's earlier prompts measured (before any: :data:`FIRST_CHARS_PER_TOKEN`).
 
-The same figures bound a merge call: the local updates it reads, each about one call's worth of
-operations, must fit the window beside the playbook.
+A merge call is sized on the updates it would read (:func:`merge_fan_in`): as many as fit the
+window beside the playbook and the reply.
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from combee.core.capacity import CallCapacity
-from combee.llm.bounded import LESSON_CHARS, bounded_schema
+from combee.llm.bounded import bounded_schema
 from combee.llm.types import Completion, JsonSchema, Message, ModelLimits
 
-OPERATION_CHARS = 80
-"""An operation's type, section and identifiers beside its lesson, as a merge prompt shows it."""
+SAFETY = 0.9
+"""The share of a window a merge prompt and its reply are sized to fill (an estimate of tokens
+from characters is not a count)."""
 FIRST_CHARS_PER_TOKEN = 3.0
 """Characters a prompt token is taken to hold before any prompt was measured (English text
 averages about 4; a lower figure errs toward smaller groups)."""
@@ -70,32 +71,28 @@ class CuratorMeter:
         ``with_all`` the prompt with all ``count`` of them."""
         bound = _payload_items(schema, max_tokens)
         if self.operations:
-            shown = self.reply_tokens / self.operations  # also what a merge prompt shows
-            by_reply = max(1, int(max_tokens / shown))
+            per_op = self.reply_tokens / self.operations
+            by_reply = max(1, int(max_tokens / per_op))
             if limits.bounded_replies:
                 by_reply = min(by_reply, bound)
-            reply_why = f"{shown:.0f} reply tokens per operation measured"
+            reply_why = f"{per_op:.0f} reply tokens per operation measured"
         else:
-            shown = (LESSON_CHARS + OPERATION_CHARS) / self.chars_per_token
             by_reply = bound
             reply_why = "the reply bound's room for full-length operations"
         why = f"{by_reply} operations per {max_tokens}-token reply ({reply_why})"
         window = limits.context_window
         if window is None or count == 0:
-            return CallCapacity(by_reply, None, f"{why}; context window not known")
+            return CallCapacity(by_reply, f"{why}; context window not known")
         ratio = self.chars_per_token
         fixed = _chars(without) / ratio
         each = max(1.0, (_chars(with_all) - _chars(without)) / ratio / count)
         room = window - max_tokens - fixed
         by_prompt = max(1, int(room / each))
-        per_call = min(by_reply, by_prompt)
-        merge_fan_in = max(2, int(room / max(1.0, by_reply * shown)))
         why += (
             f"; {by_prompt} reflections of ~{each:.0f} tokens fit the {window}-token window "
-            f"beside the reply and ~{fixed:.0f} prompt tokens; a merge call reads at most "
-            f"{merge_fan_in} updates"
+            f"beside the reply and ~{fixed:.0f} prompt tokens"
         )
-        return CallCapacity(per_call, merge_fan_in, why)
+        return CallCapacity(min(by_reply, by_prompt), why)
 
 
 def _payload_items(schema: JsonSchema, max_tokens: int) -> int:
@@ -107,3 +104,25 @@ def _payload_items(schema: JsonSchema, max_tokens: int) -> int:
 
 def _chars(messages: Sequence[Message]) -> int:
     return sum(len(m.get("content", "")) for m in messages)
+
+
+def tokens_in(messages: Sequence[Message], meter: CuratorMeter) -> float:
+    """About how many tokens ``messages`` take, at the ratio earlier prompts measured."""
+    return _chars(messages) / meter.chars_per_token
+
+
+def merge_fan_in(
+    *,
+    meter: CuratorMeter,
+    window: int,
+    max_tokens: int,
+    without: Sequence[Message],
+    with_all: Sequence[Message],
+    count: int,
+) -> int:
+    """How many updates of the mean size of the ``count`` in ``with_all`` (the merge prompt
+    over all of them; ``without``: over none) one merge call can read in ``window`` tokens."""
+    fixed = tokens_in(without, meter)
+    each = max(1.0, (tokens_in(with_all, meter) - fixed) / max(1, count))
+    room = SAFETY * (window - max_tokens) - fixed
+    return max(1, int(room / each))

@@ -22,7 +22,7 @@ from combee.llm.types import (
     StatesLimits,
 )
 from combee.methods.ace import merging, prompts, schemas
-from combee.methods.ace.capacity import CuratorMeter
+from combee.methods.ace.capacity import SAFETY, CuratorMeter, merge_fan_in, tokens_in
 from combee.methods.ace.dedup import NearDuplicates
 from combee.methods.ace.operations import ApplyResult, apply_operations
 from combee.methods.ace.playbook import Playbook
@@ -151,8 +151,7 @@ class AceMethod:
     def call_capacity(self, context: Playbook, reflections: Sequence[Reflection]) -> CallCapacity:
         """How many of ``reflections`` one curator call can turn into operations against
         ``context`` (see :mod:`combee.methods.ace.capacity`): the ``capacity`` group rule."""
-        llm = self.llm
-        limits = llm.limits() if isinstance(llm, StatesLimits) else ModelLimits()
+        limits = self._limits()
         budget = self.token_budget
         return self.meter.measure(
             schema=schemas.curator_schema(tuple(s.key for s in context.sections)),
@@ -162,6 +161,26 @@ class AceMethod:
             with_all=prompts.curator_messages(context, reflections, token_budget=budget),
             count=len(reflections),
         )
+
+    def merge_capacity(self, context: Playbook, updates: Sequence[AceUpdate]) -> int | None:
+        """How many updates the size of ``updates`` one merge call can read (None: the
+        context window is not known)."""
+        window = self._limits().context_window
+        if window is None or not updates:
+            return None
+        budget = self.token_budget
+        return merge_fan_in(
+            meter=self.meter,
+            window=window,
+            max_tokens=self.max_tokens,
+            without=prompts.merge_messages(context, [], token_budget=budget),
+            with_all=prompts.merge_messages(context, updates, token_budget=budget),
+            count=len(updates),
+        )
+
+    def _limits(self) -> ModelLimits:
+        llm = self.llm
+        return llm.limits() if isinstance(llm, StatesLimits) else ModelLimits()
 
     async def merge(self, context: Playbook, updates: Sequence[AceUpdate]) -> AceUpdate:
         """One call that answers by reference (keep, combine, drop the numbered operations);
@@ -178,6 +197,15 @@ class AceMethod:
             context, useful, token_budget=self.token_budget, by_exception=by_exception
         )
         schema = schemas.merge_schema(count, by_exception=by_exception)
+        window = self._limits().context_window
+        asked = tokens_in(messages, self.meter) + self.max_tokens
+        if window is not None and asked > SAFETY * window:
+            log.warning(
+                "merge of %d local updates skipped: its prompt and reply (~%d tokens) would not "
+                "fit the %d-token context window; applying the updates",
+                len(useful), asked, window,
+            )  # fmt: skip
+            return merging.carried(merging.union(useful, "merge skipped: over the window"), idle)
         try:
             reply = await self._ask(messages, "merge", schema)
         except LLMCallError as error:
