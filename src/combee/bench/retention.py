@@ -171,6 +171,7 @@ async def _aggregate(
     )
     strategy = STRATEGIES.create(strategy_name, **options.get("strategy", {}), seed=seed)
     before = client.usage()
+    calls_before = len(client.calls)
     started = time.perf_counter()
     playbook, applied, error = Playbook(), 0, None
     dropped: Counter[str] = Counter()
@@ -204,6 +205,8 @@ async def _aggregate(
     failed = _calls(client.usage(), before, "failed_calls")
     if error is None and failed:  # a failed curate call is skipped: the row says so
         error = ", ".join(f"{role} {n} call(s) failed" for role, n in failed.items())
+        why = next((c.error for c in client.calls[calls_before:] if c.error), None)
+        error += f" ({why})" if why else ""
     text = playbook.render()
     kept = retained(lessons, text)
     lost = [lesson.name for lesson in lessons if lesson.name not in kept]
