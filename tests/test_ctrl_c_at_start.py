@@ -34,6 +34,12 @@ def _loads_installed_extension(pid: int) -> bool:
     return any(line.endswith(".so") and SITE_PACKAGES in line for line in maps.splitlines())
 
 
+def _as_at_a_terminal() -> None:
+    """Ctrl-C's default action, which a command started in the background (as test runners
+    often are) inherits as "ignore"."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _wait_for_command_line(process: subprocess.Popen[str], limit_s: float = 60.0) -> None:
     deadline = time.monotonic() + limit_s
     while not _loads_installed_extension(process.pid):
@@ -48,6 +54,7 @@ def test_ctrl_c_during_start_up(after_s: float) -> None:
     process = subprocess.Popen(
         [COMBEE, "train", "--model", "sim", "--base-url", "http://127.0.0.1:9/v1"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_as_at_a_terminal,
     )  # fmt: skip
     _wait_for_command_line(process)
     time.sleep(after_s)
@@ -61,8 +68,9 @@ def test_the_signal_lands_while_the_command_line_loads() -> None:
     """The moment waited for comes before the command line has loaded, so the test above
     exercises start-up and not only a running command."""
     process = subprocess.Popen(
-        [COMBEE, "--help"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+        [COMBEE, "--help"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_as_at_a_terminal,
+    )  # fmt: skip
     _wait_for_command_line(process)
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)

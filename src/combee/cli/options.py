@@ -102,7 +102,7 @@ Seed = Annotated[int, typer.Option(help="Seed of every shuffle, split and sampli
 Task = Annotated[
     str,
     typer.Option(
-        help="formula | finer | jsonl (with --data) | jsonl:PATH | agentdojo:SUITE "
+        help="formula | finer | rules | jsonl (with --data) | jsonl:PATH | agentdojo:SUITE "
         "(banking, slack, travel, workspace, all) | a plugin's."
     ),
 ]
