@@ -3,13 +3,14 @@ exact scorer."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import pytest
 
 from combee.errors import ConfigError
 from combee.tasks.registry import get_task
-from combee.tasks.rules import ANSWER_INSTRUCTION, KINDS, RulesTask
+from combee.tasks.rules import KINDS, RulesTask, answer_instruction
 
 
 def questions(task: RulesTask, split: str) -> list[tuple[str, str]]:
@@ -41,7 +42,8 @@ def test_no_question_states_its_rule_and_the_feedback_does() -> None:
     task = RulesTask(seed=1)
     for sample in task.load().train:
         rule = sample.meta["rule"]
-        assert rule not in sample.question and sample.question.endswith(ANSWER_INSTRUCTION)
+        instruction = answer_instruction(sample.meta["kind"])
+        assert rule not in sample.question and sample.question.endswith(instruction)
         assert sample.context == ""
         feedback = task.score("no idea", sample).feedback
         assert rule in feedback and f"expected {sample.answer}" in feedback
@@ -51,15 +53,18 @@ def test_answers_follow_the_rule() -> None:
     task = RulesTask(seed=2, entities=6, train_each=5)
     for sample in task.load().train:
         kind, rule, question = sample.meta["kind"], sample.meta["rule"], sample.question
-        if kind == "factor":
-            factor = float(rule.rsplit(" ", 1)[1].rstrip("."))
-            base = float(question.split("base value of ")[1].split(".")[0])
-            assert float(sample.answer) == pytest.approx(base * factor)
-        elif kind == "rounding":
-            step = int(rule.rsplit(" ", 1)[1].rstrip("."))
-            assert int(sample.answer) % step == 0
-        elif kind == "precondition":
-            assert sample.answer in ("yes", "no")
+        numbers = [int(n) for n in re.findall(r"\d+", question.split("\n")[0])]
+        rule_numbers = [int(n) for n in re.findall(r"\d+", rule)]
+        if kind in ("factor", "unit"):
+            assert int(sample.answer) == numbers[0] * rule_numbers[0]
+        elif kind == "offset":
+            assert int(sample.answer) == numbers[0] + rule_numbers[0]
+        elif kind == "count":
+            assert int(sample.answer) == numbers[0] - rule_numbers[0]
+        elif kind == "code":
+            assert sample.answer == f"{numbers[0]}{rule.split()[-4].rstrip(',')}"
+        else:
+            assert sample.answer == ("yes" if numbers[0] >= rule_numbers[0] else "no")
 
 
 def test_the_scorer_is_exact() -> None:
@@ -68,11 +73,13 @@ def test_the_scorer_is_exact() -> None:
     number = by_kind["factor"]
     assert task.score(number.answer, number).correct
     assert task.score(f" {float(number.answer):.2f}. ", number).correct
+    assert task.score(f"{number.answer}.", number).correct
     assert not task.score(f"{number.answer} units", number).correct
     assert not task.score(str(float(number.answer) + 0.5), number).correct
-    date = by_kind["date"]
-    assert task.score(date.answer.lower(), date).correct
-    assert not task.score(date.answer[::-1], date).correct
+    code = by_kind["code"]
+    assert task.score(code.answer.lower(), code).correct
+    assert not task.score(code.answer[::-1], code).correct
+    assert not task.score(code.answer[:-1], code).correct
     permit = by_kind["precondition"]
     other = "no" if permit.answer == "yes" else "yes"
     assert task.score(permit.answer.upper(), permit).correct

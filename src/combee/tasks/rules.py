@@ -1,11 +1,12 @@
 """``rules``: a seeded synthetic task where only the lessons decide the answer.
 
 Each question is about a made-up entity ("a Vorlex", "the Quindar archive") whose rule, a
-factor, a unit, a rounding, a date format, a counting start or a precondition, is stated
+factor, a unit, a fee, a written form, a counting start or a precondition, is stated
 nowhere in the question. The scorer's feedback on a training sample states the rule, so a
 reflector can turn it into a lesson; test questions ask about the same entities with other
 numbers. Without a playbook a model can only guess (near 0, yes/no questions aside); with a
-playbook that kept the entity's rule the question is one multiplication or lookup.
+playbook that kept the entity's rule the question is one multiplication, addition or
+comparison.
 
 A controlled experiment beside Formula and FiNER, not a benchmark of its own: it measures
 whether specific lessons reach the playbook and are used, which is what aggregation can lose.
@@ -21,53 +22,20 @@ from combee.errors import ConfigError
 from combee.tasks.base import Sample, Score, Splits
 from combee.tasks.scoring import numbers_equal
 
-ANSWER_INSTRUCTION = (
-    "Reply with the answer only: a number without units, a date written the way the records "
-    "write it, or yes or no."
-)
+ANSWER_INSTRUCTIONS = {
+    "code": "Reply with the amount only, written the way the records write it.",
+    "precondition": "Reply with yes or no only.",
+}
+NUMBER_INSTRUCTION = "Reply with the number only, without units."
 
-KINDS = ("factor", "unit", "rounding", "date", "count", "precondition")
+KINDS = ("factor", "unit", "offset", "code", "count", "precondition")
 
-_ONSETS = [
-    "b",
-    "br",
-    "d",
-    "dr",
-    "f",
-    "g",
-    "gr",
-    "k",
-    "kl",
-    "m",
-    "n",
-    "p",
-    "pl",
-    "qu",
-    "r",
-    "s",
-    "st",
-    "t",
-    "tr",
-    "v",
-    "z",
-]
+_ONSETS = (
+    "b", "br", "d", "dr", "f", "g", "gr", "k", "kl", "m", "n", "p", "pl", "qu", "r", "s", "st",
+    "t", "tr", "v", "z",
+)  # fmt: skip
 _VOWELS = ("a", "e", "i", "o", "u", "ai", "ou")
 _CODAS = ("", "n", "r", "x", "l", "th", "sk", "m")
-_MONTHS = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
-_DATE_FORMATS = ("DD-MM-YYYY", "YYYY.MM.DD", "MM/DD/YYYY", "YYYY/DD/MM")
 
 
 @dataclass(frozen=True)
@@ -89,19 +57,15 @@ def _name(rng: random.Random, taken: set[str]) -> str:
             return name
 
 
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else f"{value:.2f}".rstrip("0")
-
-
 def _entity(kind: str, name: str, rng: random.Random) -> Entity:
     if kind == "factor":
-        factor = rng.choice((1.5, 2.5, 3.5, 4, 6, 7, 12))
-        rule = f"The yield of a {name} is its base value multiplied by {_number(factor)}."
+        factor = rng.choice((3, 4, 6, 7, 8, 9, 12))
+        rule = f"The yield of a {name} is its base value multiplied by {factor}."
 
         def ask(r: random.Random) -> tuple[str, str]:
-            base = r.randint(2, 40)
+            base = r.randint(2, 20)
             question = f"A {name} has a base value of {base}. What is its yield?"
-            return question, _number(base * factor)
+            return question, str(base * factor)
 
     elif kind == "unit":
         size = rng.choice((3, 4, 6, 8, 9, 12))
@@ -109,43 +73,39 @@ def _entity(kind: str, name: str, rng: random.Random) -> Entity:
         rule = f"{name} distances are given in {unit}s; one {unit} is {size} meters."
 
         def ask(r: random.Random) -> tuple[str, str]:
-            count = r.randint(2, 30)
-            question = f"A {name} road is {count * size} meters long. How many {unit}s is that?"
-            return question, str(count)
+            count = r.randint(2, 20)
+            question = f"A {name} road is {count} {unit}s long. How many meters is that?"
+            return question, str(count * size)
 
-    elif kind == "rounding":
-        step = rng.choice((5, 10, 25, 50))
-        rule = f"{name} scores are reported rounded down to a multiple of {step}."
-
-        def ask(r: random.Random) -> tuple[str, str]:
-            raw = r.randint(1, 19) * step + r.randint(1, step - 1)
-            question = f"A {name} team's raw score is {raw}. What score is reported?"
-            return question, str(raw - raw % step)
-
-    elif kind == "date":
-        form = rng.choice(_DATE_FORMATS)
-        rule = f"{name} records write a date as {form}."
+    elif kind == "offset":
+        fee = rng.randint(3, 19)
+        rule = f"A {name} ticket costs its base fare plus a fee of {fee}."
 
         def ask(r: random.Random) -> tuple[str, str]:
-            year, month, day = r.randint(1990, 2030), r.randint(1, 12), r.randint(1, 28)
-            question = (
-                f"A {name} shipment left on {_MONTHS[month - 1]} {day}, {year}. "
-                f"How does a {name} record write that date?"
-            )
-            parts = {"DD": f"{day:02d}", "MM": f"{month:02d}", "YYYY": str(year)}
-            written = form
-            for key, value in parts.items():
-                written = written.replace(key, value)
-            return question, written
+            fare = r.randint(10, 90)
+            question = f"A {name} ticket has a base fare of {fare}. What does it cost?"
+            return question, str(fare + fee)
+
+    elif kind == "code":
+        code = "".join(rng.choice("BCDFGHJKLMNPQRSTVWXZ") for _ in range(3))
+        rule = f"{name} records write an amount as the number followed by {code}, with no space."
+
+        def ask(r: random.Random) -> tuple[str, str]:
+            amount = r.randint(10, 990)
+            question = f"A {name} invoice is for {amount}. How does its record write that amount?"
+            return question, f"{amount}{code}"
 
     elif kind == "count":
-        start = rng.randint(1700, 1990)
-        rule = f"{name} years are counted from {start}: the year {start} is {name} year 1."
+        start = rng.choice((1900, 1950, 1960, 1970, 1980))
+        rule = (
+            f"{name} years are counted from {start}: "
+            f"a {name} year is the calendar year minus {start}."
+        )
 
         def ask(r: random.Random) -> tuple[str, str]:
             year = r.randint(start + 5, 2030)
             question = f"Which {name} year is the year {year}?"
-            return question, str(year - start + 1)
+            return question, str(year - start)
 
     else:
         least = rng.randint(3, 9) * 5
@@ -157,6 +117,11 @@ def _entity(kind: str, name: str, rng: random.Random) -> Entity:
             return question, "yes" if points >= least else "no"
 
     return Entity(name, kind, rule, ask)
+
+
+def answer_instruction(kind: str) -> str:
+    """What a question of ``kind`` asks for: the form of the answer, never the rule."""
+    return ANSWER_INSTRUCTIONS.get(kind, NUMBER_INSTRUCTION)
 
 
 class RulesTask:
@@ -203,13 +168,14 @@ class RulesTask:
             samples: list[Sample] = []
             while len(samples) < self._counts[split]:
                 question, answer = entity.ask(rng)
-                if question in asked or f"{question}\n\n{ANSWER_INSTRUCTION}" in avoid:
+                question = f"{question}\n\n{answer_instruction(entity.kind)}"
+                if question in asked or question in avoid:
                     continue
                 asked.add(question)
                 samples.append(
                     Sample(
                         id=f"rules-{split}-{index:02d}-{len(samples)}",
-                        question=f"{question}\n\n{ANSWER_INSTRUCTION}",
+                        question=question,
                         answer=answer,
                         meta={"entity": entity.name, "kind": entity.kind, "rule": entity.rule},
                     )
@@ -222,7 +188,7 @@ class RulesTask:
         """Exact: the same number, or the same text after trimming, case and a final period;
         the feedback states the entity's rule."""
         given = prediction.strip().rstrip(".").strip()
-        if sample.meta.get("kind") in ("date", "precondition"):
+        if sample.meta.get("kind") in ("code", "precondition"):
             correct = given.casefold() == sample.answer.casefold()
         else:
             correct = numbers_equal(given, sample.answer)
