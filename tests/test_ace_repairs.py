@@ -183,3 +183,26 @@ def test_a_fragment_keeps_only_its_whole_sentences_and_never_replaces_a_whole_le
     (bullet,) = result.playbook.bullets
     assert bullet.content == "Check the Sharpe ratio formula first. Then round to two decimals."
     assert keeps_more(whole, fragment) and not keeps_more(fragment, whole)
+
+
+def test_a_copied_bullet_rendering_is_dropped_from_the_lesson() -> None:
+    """A curator that copies the playbook's rendering ("[mis-00004] helpful=0 harmful=5 :: ...")
+    into a lesson gets the lesson alone, so the counters never turn into text."""
+    lesson = "A Notath year is the calendar year minus 1970."
+    ops = [
+        {
+            "type": "ADD",
+            "section": "mistakes",
+            "content": f"[mis-00004] helpful=0 harmful=5 :: {lesson}",
+        },
+        {
+            "type": "ADD",
+            "section": "domain",
+            "content": "[dom-00002] :: [dom-00001] :: Fees are 6.",
+        },
+        {"type": "ADD", "section": "domain", "content": "[dom-00003] helpful=1 harmful=0 ::"},
+    ]
+    result = apply_operations(Playbook(), ops, token_budget=None)
+    contents = [bullet.content for bullet in result.playbook.bullets]
+    assert contents == [lesson, "Fees are 6.", "[dom-00003] helpful=1 harmful=0 ::"]
+    assert result.repaired == {"bullet_prefix": 2}

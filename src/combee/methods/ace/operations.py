@@ -45,6 +45,9 @@ logger = logging.getLogger(__name__)
 
 OP_TYPES: tuple[str, ...] = ("ADD", "UPDATE", "MERGE", "DELETE")
 
+_RENDERED_BULLET_RE = re.compile(r"(\s*\[[a-z]+-\d{5,}\]\s*(helpful=\d+\s+harmful=\d+\s*)?::)+\s*")
+"""A lesson that begins as the playbook renders a bullet: the curator copied the rendering."""
+
 UNFINISHED_AT = LESSON_CHARS * 9 // 10
 """A lesson this long without a sentence end was most likely cut by the grammar's bound."""
 _SENTENCE_ENDS = (".", "!", "?", '."', ".'", ".)", ";")
@@ -139,6 +142,10 @@ class _Draft:
         a fragment that begins in lower case, with no sentence end) keeps its whole sentences
         only, so no bullet begins or ends mid-sentence."""
         content = _content(op)
+        copied = _RENDERED_BULLET_RE.match(content)
+        if copied and content[copied.end() :].strip():
+            self.repair("bullet_prefix", f"dropped a copied bullet prefix: {content!r}")
+            content = content[copied.end() :].strip()
         ends = [m.end() for m in _SENTENCE_END_RE.finditer(content)]
         start = ends[0] if content[0].islower() and ends else 0  # begins mid-sentence
         cut_off = len(content) >= UNFINISHED_AT or content[0].islower()
