@@ -57,7 +57,7 @@ def test_answers_follow_the_rule() -> None:
         rule_numbers = [int(n) for n in re.findall(r"\d+", rule)]
         if kind in ("factor", "unit"):
             assert int(sample.answer) == numbers[0] * rule_numbers[0]
-        elif kind == "offset":
+        elif kind == "fee":
             assert int(sample.answer) == numbers[0] + rule_numbers[0]
         elif kind == "count":
             assert int(sample.answer) == numbers[0] - rule_numbers[0]

@@ -28,7 +28,7 @@ ANSWER_INSTRUCTIONS = {
 }
 NUMBER_INSTRUCTION = "Reply with the number only, without units."
 
-KINDS = ("factor", "unit", "offset", "code", "count", "precondition")
+KINDS = ("factor", "unit", "fee", "code", "count", "precondition")
 
 _ONSETS = (
     "b", "br", "d", "dr", "f", "g", "gr", "k", "kl", "m", "n", "p", "pl", "qu", "r", "s", "st",
@@ -77,7 +77,7 @@ def _entity(kind: str, name: str, rng: random.Random) -> Entity:
             question = f"A {name} road is {count} {unit}s long. How many meters is that?"
             return question, str(count * size)
 
-    elif kind == "offset":
+    elif kind == "fee":
         fee = rng.randint(3, 19)
         rule = f"A {name} ticket costs its base fare plus a fee of {fee}."
 
