@@ -62,7 +62,8 @@ def test_answers_follow_the_rule() -> None:
         elif kind == "count":
             assert int(sample.answer) == numbers[0] - rule_numbers[0]
         elif kind == "code":
-            assert sample.answer == f"{numbers[0]}{rule.split()[-4].rstrip(',')}"
+            code = re.findall(r"followed by (\w+)", rule)[0]
+            assert sample.answer == f"{numbers[0]}{code}"
         else:
             assert sample.answer == ("yes" if numbers[0] >= rule_numbers[0] else "no")
 

@@ -1,6 +1,6 @@
 """``rules``: a seeded synthetic task where only the lessons decide the answer.
 
-Each question is about a made-up entity ("a Vorlex", "the Quindar archive") whose rule, a
+Each question is about a made-up entity ("a Plouqual", "Vouklur records") whose rule, a
 factor, a unit, a fee, a written form, a counting start or a precondition, is stated
 nowhere in the question. The scorer's feedback on a training sample states the rule, so a
 reflector can turn it into a lesson; test questions ask about the same entities with other
@@ -26,6 +26,7 @@ ANSWER_INSTRUCTIONS = {
     "code": "Reply with the amount only, written the way the records write it.",
     "precondition": "Reply with yes or no only.",
 }
+"""The kinds answered in text, and how; every other kind is answered with a number."""
 NUMBER_INSTRUCTION = "Reply with the number only, without units."
 
 KINDS = ("factor", "unit", "fee", "code", "count", "precondition")
@@ -188,7 +189,7 @@ class RulesTask:
         """Exact: the same number, or the same text after trimming, case and a final period;
         the feedback states the entity's rule."""
         given = prediction.strip().rstrip(".").strip()
-        if sample.meta.get("kind") in ("code", "precondition"):
+        if sample.meta.get("kind") in ANSWER_INSTRUCTIONS:
             correct = given.casefold() == sample.answer.casefold()
         else:
             correct = numbers_equal(given, sample.answer)

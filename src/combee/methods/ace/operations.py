@@ -38,15 +38,18 @@ from typing import Any
 from combee.llm.bounded import LESSON_CHARS
 from combee.methods.ace.dedup import NearDuplicates, keeps_more
 from combee.methods.ace.eviction import evict_to_budget
-from combee.methods.ace.playbook import Bullet, Playbook, Section, normalize_content
+from combee.methods.ace.playbook import (
+    Bullet,
+    Playbook,
+    Section,
+    normalize_content,
+    without_rendered_prefix,
+)
 from combee.methods.ace.update import lesson_texts
 
 logger = logging.getLogger(__name__)
 
 OP_TYPES: tuple[str, ...] = ("ADD", "UPDATE", "MERGE", "DELETE")
-
-_RENDERED_BULLET_RE = re.compile(r"(\s*\[[a-z]+-\d{5,}\]\s*(helpful=\d+\s+harmful=\d+\s*)?::)+\s*")
-"""A lesson that begins as the playbook renders a bullet: the curator copied the rendering."""
 
 UNFINISHED_AT = LESSON_CHARS * 9 // 10
 """A lesson this long without a sentence end was most likely cut by the grammar's bound."""
@@ -141,11 +144,10 @@ class _Draft:
         """The operation's lesson text; a lesson cut off at the reply's length bound (long, or
         a fragment that begins in lower case, with no sentence end) keeps its whole sentences
         only, so no bullet begins or ends mid-sentence."""
-        content = _content(op)
-        copied = _RENDERED_BULLET_RE.match(content)
-        if copied and content[copied.end() :].strip():
-            self.repair("bullet_prefix", f"dropped a copied bullet prefix: {content!r}")
-            content = content[copied.end() :].strip()
+        written = _content(op)
+        content = without_rendered_prefix(written)
+        if content != written:
+            self.repair("bullet_prefix", f"dropped a copied bullet prefix: {written!r}")
         ends = [m.end() for m in _SENTENCE_END_RE.finditer(content)]
         start = ends[0] if content[0].islower() and ends else 0  # begins mid-sentence
         cut_off = len(content) >= UNFINISHED_AT or content[0].islower()

@@ -28,6 +28,7 @@ _BULLET_RE = re.compile(
     r"^\[(?P<id>[a-z]+-(?P<num>\d{5,}))\] helpful=(?P<helpful>\d+) harmful=(?P<harmful>\d+)"
     r" :: (?P<content>.*\S)\s*$"
 )
+_RENDERED_PREFIX_RE = re.compile(r"(\s*\[[a-z]+-\d{5,}\]\s*(helpful=\d+\s+harmful=\d+\s*)?::)+\s*")
 _ID_RE = re.compile(r"[a-z]+-\d{5,}")
 _SPACE_RE = re.compile(r"\s+")
 _KEY_RE = re.compile(r"[^a-z0-9]+")
@@ -46,6 +47,15 @@ def count_tokens(text: str) -> int:
 def normalize_content(text: str) -> str:
     """Bullet text on one line: runs of whitespace (newlines included) become one space."""
     return _SPACE_RE.sub(" ", text).strip()
+
+
+def without_rendered_prefix(text: str) -> str:
+    """``text`` without a leading bullet rendering (``[mis-00004] helpful=0 harmful=5 ::``),
+    which a model that copied the playbook puts before its lesson; unchanged when nothing
+    would be left."""
+    copied = _RENDERED_PREFIX_RE.match(text)
+    rest = text[copied.end() :].strip() if copied else ""
+    return rest or text
 
 
 def _key(text: str) -> str:
@@ -286,4 +296,5 @@ __all__ = [
     "Section",
     "count_tokens",
     "normalize_content",
+    "without_rendered_prefix",
 ]
