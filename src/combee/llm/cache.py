@@ -16,6 +16,7 @@ import sqlite3
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
+from typing import Any
 
 from combee.errors import ConfigError
 from combee.llm.types import Completion, JsonMode, Request
@@ -31,18 +32,29 @@ CREATE TABLE IF NOT EXISTS responses (
 def cache_key(request: Request, *, model: str, base_url: str | None, json_mode: JsonMode) -> str:
     """The sha256 of the request as it reaches the endpoint (no credentials)."""
     schema = request.json_schema
-    payload = {
+    payload: dict[str, Any] = {
         "model": model,
         "base_url": base_url,
-        "messages": request.messages,
+        "messages": [_keyed(m) for m in request.messages],
         "temperature": request.temperature,
         "max_tokens": request.max_tokens,
         "schema": None if schema is None else [schema.name, schema.schema],
         "json_mode": json_mode,
         "seed": request.seed,
     }
+    if request.tools or request.tool_choice is not None:  # keys of tool-free requests unchanged
+        payload["tools"] = request.tools
+        payload["tool_choice"] = request.tool_choice
     encoded = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+
+
+def _keyed(message: dict[str, Any]) -> object:
+    """A plain text message as ``[role, content]`` (the key caches from before tool calls
+    were carried hold), any other message as it is sent."""
+    if len(message) == 2 and isinstance(message.get("content"), str):
+        return (message["role"], message["content"])
+    return message
 
 
 logger = logging.getLogger(__name__)
@@ -144,4 +156,5 @@ class ResponseCache:
 def _decode(encoded: str) -> Completion:
     fields = json.loads(encoded)
     fields["cached"] = False
+    fields["tool_calls"] = tuple(fields.get("tool_calls") or ())
     return Completion(**fields)

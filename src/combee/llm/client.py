@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 from collections import Counter
@@ -10,13 +9,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from combee.errors import (
-    CombeeError,
-    ConfigError,
-    EndpointError,
-    InvalidReplyError,
-)
+from combee.errors import ConfigError, InvalidReplyError
 from combee.llm.accounting import Accounting, CallRecord, Prices
+from combee.llm.attempts import Attempts
 from combee.llm.cache import ResponseCache, cache_key
 from combee.llm.call_gate import CallGate
 from combee.llm.guards import (
@@ -27,10 +22,11 @@ from combee.llm.guards import (
     check_limits,
     oversized_reply,
 )
+from combee.llm.messages import ToolChoice
+from combee.llm.placeholders import Placeholders
 from combee.llm.preflight import run_preflight
-from combee.llm.redact import redact as redact_text
 from combee.llm.redact import without_credentials
-from combee.llm.retry import Failure, backoff_delay, classify, failure_error
+from combee.llm.redaction import Redaction, reply_text, revealed
 from combee.llm.screening import planted_kind
 from combee.llm.structured import (
     SchemaInstructions,
@@ -89,23 +85,23 @@ class LLM:
             follows_run=concurrency is None,
             most=max_concurrency,
         )
-        self._max_retries = max_retries
-        self._timeout_s = timeout_s
-        self._backoff_base_s = backoff_base_s
-        self._backoff_max_s = backoff_max_s
         self._cache = cache
         backend_mode: JsonMode = getattr(backend, "json_mode", json_mode)
         self._json_mode: JsonMode = json_mode if json_mode != "json_schema" else backend_mode
         self._seed = seed
-        self._rng = random.Random(seed)
         self._base_url: str | None = getattr(backend, "base_url", None)
         self._shown_url = without_credentials(self._base_url)
         self._streak = FailureStreak(max_failures_in_a_row, self._shown_url or backend.model)
         self._accounting = Accounting(prices)
+        self._attempts = Attempts(
+            backend, self._gate, self._accounting, self._streak, max_retries, timeout_s,
+            backoff_base_s, backoff_max_s, random.Random(seed), self._shown_url,
+            getattr(backend, "api_key_env", None),
+        )  # fmt: skip
         self._validators = SchemaValidators()
         self._instructions = SchemaInstructions()
-        self._redact = redact
-        self.redacted: Counter[str] = Counter()
+        self._redaction = Redaction(redact)
+        self.redacted: Counter[str] = self._redaction.counts
         """Secret-like strings replaced so far, by kind."""
         self.endpoint: Any = None
         """The :class:`combee.llm.Endpoint` this client was made from, when it was."""
@@ -192,20 +188,33 @@ class LLM:
         max_tokens: int = DEFAULT_MAX_TOKENS,
         json_schema: JsonSchema | None = None,
         seed: int | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        placeholders: Placeholders | None = None,
     ) -> Completion:
         """One completion; ``seed``, when given, replaces the client's sampling seed for this
-        request (it is sent to the server and is part of the response-cache key)."""
+        request (it is sent to the server and is part of the response-cache key).
+
+        ``messages`` are OpenAI chat messages, tool calls and tool results included; ``tools``
+        and ``tool_choice`` are sent as the OpenAI chat API defines them, and the model's tool
+        calls come back in :attr:`Completion.tool_calls` (append :attr:`Completion.message` to
+        the conversation). A message that cannot be sent as it is raises
+        :class:`~combee.llm.messages.MessageError`. With ``placeholders`` (and redaction on),
+        secrets leave as that object's stable placeholders and are put back in the reply."""
         request = self.build_request(
             messages,
             temperature=temperature,
             max_tokens=max_tokens,
             json_schema=json_schema,
             seed=seed,
+            tools=tools,
+            tool_choice=tool_choice,
+            placeholders=placeholders,
         )
-        completion, key = await self._call(request, role)
+        completion, key = await self._call(request, role, placeholders=placeholders)
         if key is not None and not completion.cached:
             await self._remember(key, completion)
-        return completion
+        return revealed(completion, placeholders)
 
     async def complete_json(
         self,
@@ -216,20 +225,29 @@ class LLM:
         temperature: float = 0.0,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         seed: int | None = None,
+        placeholders: Placeholders | None = None,
     ) -> tuple[dict[str, Any], Completion]:
         """A reply parsed and validated against ``schema``, re-asking once when it is not
-        (``seed`` as in :meth:`complete`)."""
+        (``seed`` and ``placeholders`` as in :meth:`complete`)."""
         request = self.build_request(
-            messages, temperature=temperature, max_tokens=max_tokens, json_schema=schema, seed=seed
+            messages,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            json_schema=schema,
+            seed=seed,
+            placeholders=placeholders,
         )
-        value, problem, completion = await self._checked(request, role)
+        value, problem, completion = await self._checked(request, role, placeholders=placeholders)
+        if value is None:
+            self._accounting.reasked(role)
+            retry_request = reask_request(request, completion.text, problem or "")
+            value, problem, completion = await self._checked(
+                retry_request, role, placeholders=placeholders
+            )
         if value is not None:
-            return value, completion
-        self._accounting.reasked(role)
-        retry_request = reask_request(request, completion.text, problem or "")
-        value, problem, completion = await self._checked(retry_request, role)
-        if value is not None:
-            return value, completion
+            if placeholders is None:
+                return value, completion
+            return placeholders.reveal_value(value), revealed(completion, placeholders)
         self._accounting.role(role).failed_calls += 1
         raise InvalidReplyError(
             f"{role}: the reply is still invalid after one re-ask: {problem}; "
@@ -256,11 +274,18 @@ class LLM:
         return completion, problem
 
     async def _checked(
-        self, request: Request, role: str, *, preflight: bool = False
+        self,
+        request: Request,
+        role: str,
+        *,
+        preflight: bool = False,
+        placeholders: Placeholders | None = None,
     ) -> tuple[dict[str, Any] | None, str | None, Completion]:
         """A reply to ``request`` with its check against the request's schema (value, problem;
         both None without a schema). Only a reply that matches is stored in the cache."""
-        completion, key = await self._call(request, role, preflight=preflight)
+        completion, key = await self._call(
+            request, role, preflight=preflight, placeholders=placeholders
+        )
         if request.json_schema is None:
             return None, None, completion
         value, problem = self._validators.check(completion.text, request.json_schema)
@@ -283,118 +308,69 @@ class LLM:
         max_tokens: int = DEFAULT_MAX_TOKENS,
         json_schema: JsonSchema | None = None,
         seed: int | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
+        placeholders: Placeholders | None = None,
     ) -> Request:
         """The request :meth:`complete` sends for these arguments: secret-like strings
-        redacted (unless ``redact=False``), the schema written into the system prompt when
+        redacted (unless ``redact=False``; as ``placeholders`` when given) in every message's
+        content and tool-call arguments, the schema written into the system prompt when
         ``json_mode`` is not ``json_schema``, and the client's seed unless ``seed`` is given."""
-        if self._redact:
-            messages = [
-                {**m, "content": redact_text(m.get("content", ""), self.redacted)} for m in messages
-            ]
-        if json_schema is not None and self._json_mode != "json_schema":
-            messages = self._instructions.add(messages, json_schema)
-        return Request.build(
+        request = Request.build(
             messages,
             temperature=temperature,
             max_tokens=max_tokens,
             json_schema=json_schema,
             seed=self._seed if seed is None else seed,
+            tools=tools,
+            tool_choice=tool_choice,
         )
+        sent = self._redaction.messages(request.messages, placeholders)
+        if json_schema is not None and self._json_mode != "json_schema":
+            sent = tuple(dict(m) for m in self._instructions.add(sent, json_schema))
+        return request if sent is request.messages else replace(request, messages=sent)
 
     async def _call(
-        self, request: Request, role: str, *, preflight: bool = False
+        self,
+        request: Request,
+        role: str,
+        *,
+        preflight: bool = False,
+        placeholders: Placeholders | None = None,
     ) -> tuple[Completion, str | None]:
         """A completion from the cache or the backend, and its cache key (None: no cache)."""
         start = time.perf_counter()
         if self._cache is None:
-            completion = await self._attempts(request, role, start, preflight=preflight)
-            return self._cleaned(completion, request, role), None
+            completion = await self._attempts.run(request, role, start, preflight=preflight)
+            return self._cleaned(completion, request, role, placeholders), None
         key = cache_key(
             request, model=self.model, base_url=self._base_url, json_mode=self._json_mode
         )
         hit = await self._cache.get(key)
         if hit is None:
-            completion = await self._attempts(request, role, start, preflight=preflight)
-            return self._cleaned(completion, request, role), key
+            completion = await self._attempts.run(request, role, start, preflight=preflight)
+            return self._cleaned(completion, request, role, placeholders), key
         self._accounting.cache_hit(role, hit, start=start)
         return replace(hit, cached=True, cost=None if hit.cost is None else 0.0), key
 
-    def _cleaned(self, completion: Completion, request: Request, role: str) -> Completion:
-        """The reply with secret-like strings replaced (before it is parsed or cached); a reply
-        far longer than ``max_tokens`` allows is refused, never parsed, cached or sent back."""
-        oversized = oversized_reply(completion.text, request.max_tokens, role)
+    def _cleaned(
+        self,
+        completion: Completion,
+        request: Request,
+        role: str,
+        placeholders: Placeholders | None = None,
+    ) -> Completion:
+        """The reply with secret-like strings replaced (before it is parsed or cached; as
+        ``placeholders`` when given) in its text and tool-call arguments; a reply far longer
+        than ``max_tokens`` allows is refused, never parsed, cached or sent back."""
+        oversized = oversized_reply(reply_text(completion), request.max_tokens, role)
         if oversized is not None:
             self._accounting.role(role).failed_calls += 1
             raise oversized
-        if not self._redact:
-            return completion
-        text = redact_text(completion.text, self.redacted)
-        return completion if text == completion.text else replace(completion, text=text)
+        return self._redaction.reply(completion, placeholders)
 
     async def _remember(self, key: str, completion: Completion) -> None:
-        if self._redact and planted_kind(completion.text) is not None:
+        if self._redaction.on and planted_kind(reply_text(completion)) is not None:
             return  # a reply repeating a planted instruction is used once, never stored
         if self._cache is not None:
             await self._cache.put(key, completion)
-
-    async def _attempts(
-        self, request: Request, role: str, start: float, *, preflight: bool = False
-    ) -> Completion:
-        """Backend attempts under the concurrency limit, retrying transient failures."""
-        sent: float | None = None
-        attempts = 0
-        while True:
-            failure: Failure | None = None
-            async with self._gate:
-                if sent is None:
-                    sent = time.perf_counter()
-                attempts += 1
-                try:
-                    completion = await asyncio.wait_for(
-                        self._backend.complete(request), self._timeout_s
-                    )
-                except CombeeError as error:
-                    self._accounting.failed(
-                        role, start=start, sent=sent, attempts=attempts, reason=str(error)
-                    )
-                    raise
-                except Exception as error:
-                    failure = classify(error)
-            if failure is None:
-                break
-            if preflight and failure.kind == "connection":
-                self._accounting.failed(
-                    role, start=start, sent=sent, attempts=attempts, reason=failure.detail
-                )
-                raise EndpointError(
-                    f"cannot reach the LLM endpoint at {self.shown_endpoint}: "
-                    f"{failure.detail}. Check base_url and that the server is running.",
-                    setting="base_url",
-                )
-            if not failure.transient or attempts > self._max_retries:
-                self._accounting.failed(
-                    role, start=start, sent=sent, attempts=attempts, reason=failure.kind
-                )
-                raise self._streak.failed(
-                    failure_error(
-                        failure,
-                        role=role,
-                        attempts=attempts,
-                        model=self.model,
-                        url=self._shown_url,
-                        key_variable=getattr(self._backend, "api_key_env", None),
-                    )
-                )
-            self._accounting.retried(role, failure.kind)
-            delay = backoff_delay(
-                attempts - 1,
-                failure,
-                base_s=self._backoff_base_s,
-                max_s=self._backoff_max_s,
-                rng=self._rng,
-            )
-            if failure.kind == "429":
-                self._gate.pause(delay)
-            await asyncio.sleep(delay)
-        self._streak.succeeded()
-        return self._accounting.served(role, completion, start=start, sent=sent, attempts=attempts)

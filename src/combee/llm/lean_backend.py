@@ -14,7 +14,6 @@ import os
 import time
 import urllib.request
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -33,7 +32,7 @@ from combee.llm.types import (
     ModelLimits,
     Request,
 )
-from combee.llm.wire import completion_from_body, dumps, error_message
+from combee.llm.wire import chat_body, completion_from_body, dumps, error_message
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -107,16 +106,7 @@ class LeanBackend:
         return ModelLimits(context_window=self.context_window)
 
     async def complete(self, request: Request) -> Completion:
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": [{"role": r, "content": c} for r, c in request.messages],
-            "temperature": request.temperature,
-            "max_tokens": request.max_tokens,
-        }
-        if request.seed is not None:
-            body["seed"] = request.seed
-        if request.json_schema is not None and self.json_mode != "none":
-            body["response_format"] = self._formats.for_schema(request.json_schema)
+        body = chat_body(request, self.model, self._formats)
         session = self._open()
         started = time.perf_counter()
         answered = False

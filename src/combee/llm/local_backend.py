@@ -42,6 +42,12 @@ from combee.llm.local_abort import AbortFlag
 from combee.llm.local_progress import PROGRESS_EVERY_S, SLOW_CALL_S, CallWatch, slow_call_advice
 from combee.llm.local_prompt_cache import PromptStateCache
 from combee.llm.local_threads import FreeCores, available_cores
+from combee.llm.local_tools import (
+    offered_tools,
+    prompt_messages,
+    tool_completion,
+    tool_reply_schema,
+)
 from combee.llm.types import Completion, JsonSchema, ModelLimits, Request
 
 T = TypeVar("T")
@@ -270,8 +276,10 @@ class LocalBackend:
         else:  # the first call: load with the count measured now
             self.threads_in_use = self._free_cores.measure()
             llama = self._ensure_loaded()
-        arguments = self._arguments(request)
-        label = "call" if request.json_schema is None else f"{request.json_schema.name} call"
+        tool_schema = tool_reply_schema(request) if offered_tools(request) else None
+        arguments = self._arguments(request, tool_schema)
+        schema = tool_schema or request.json_schema
+        label = "call" if schema is None else f"{schema.name} call"
         started = time.perf_counter()
         try:
             with self._watch(llama, f"{self.model}, {label}"):
@@ -300,8 +308,13 @@ class LocalBackend:
                 self.model, label, latency, tokens, request.max_tokens, self.threads_in_use
             )
             logger.warning("%s", advice)
+        text = str(choice["message"].get("content") or "")
+        calls: tuple[dict[str, Any], ...] = ()
+        if tool_schema is not None:
+            text, calls = tool_completion(text, request)
         return Completion(
-            text=str(choice["message"].get("content") or ""),
+            text=text,
+            tool_calls=calls,
             prompt_tokens=int(usage.get("prompt_tokens", 0)),
             completion_tokens=int(usage.get("completion_tokens", 0)),
             latency_s=latency,
@@ -318,15 +331,20 @@ class LocalBackend:
             return nullcontext()
         return CallWatch(lambda: int(getattr(llama, "n_tokens", 0)), label, self._progress_every_s)
 
-    def _arguments(self, request: Request) -> dict[str, Any]:
+    def _arguments(self, request: Request, tool_schema: JsonSchema | None = None) -> dict[str, Any]:
+        """llama-cpp-python's arguments; a request with tools or tool messages is written as
+        text (:mod:`combee.llm.local_tools`) and ``tool_schema`` holds its reply."""
         arguments: dict[str, Any] = {
-            "messages": request.chat_messages(),
+            "messages": prompt_messages(request)
+            if request.uses_tools()
+            else request.chat_messages(),
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
             "seed": self.seed if request.seed is None else request.seed,
         }
-        if request.json_schema is not None:
-            response_format = self._response_format(request.json_schema, request.max_tokens)
+        schema = tool_schema or request.json_schema
+        if schema is not None:
+            response_format = self._response_format(schema, request.max_tokens)
             arguments["response_format"] = response_format
             if "schema" in response_format:
                 # The grammar is sized for ``max_tokens`` at the usual characters per token;

@@ -25,7 +25,7 @@ from combee.llm.types import (
     ModelLimits,
     Request,
 )
-from combee.llm.wire import completion_from_body
+from combee.llm.wire import chat_body, completion_from_body
 
 _LOCAL_PLACEHOLDER_KEY = "no-key-needed"
 
@@ -90,16 +90,7 @@ class OpenAIBackend:
         return ModelLimits(context_window=self.context_window)
 
     async def complete(self, request: Request) -> Completion:
-        arguments: dict[str, Any] = {
-            "model": self.model,
-            "messages": request.chat_messages(),
-            "temperature": request.temperature,
-            "max_tokens": request.max_tokens,
-        }
-        if request.seed is not None:
-            arguments["seed"] = request.seed
-        if request.json_schema is not None and self.json_mode != "none":
-            arguments["response_format"] = self._formats.for_schema(request.json_schema)
+        arguments = chat_body(request, self.model, self._formats)
         started = time.perf_counter()
         # The SDK's request path (auth, headers, its HTTP client, its status errors) with the
         # body as given and the reply read raw (orjson): its typed transform of the parameters

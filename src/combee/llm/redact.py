@@ -16,6 +16,7 @@ import base64
 import functools
 import re
 from collections import Counter
+from collections.abc import Callable
 from urllib.parse import unquote, urlsplit
 
 _PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
@@ -137,25 +138,39 @@ def _redacted(text: str) -> tuple[str, tuple[tuple[str, int], ...]]:
     """``text`` redacted and the replacements by kind; prompts repeat (a system prompt, a
     playbook), so each distinct text is searched once."""
     found: Counter[str] = Counter()
+    return substitute(text, _marker, found), tuple(found.items())
+
+
+def _marker(kind: str, value: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+def substitute(text: str, replace: Callable[[str, str], str], found: Counter[str]) -> str:
+    """``text`` with each secret-like string replaced by ``replace(kind, value)``; ``found``
+    counts the replacements by kind."""
     for kind, literals, pattern in _PATTERNS:
         if not any(literal in text for literal in literals):
             continue
-        text, count = pattern.subn(f"[REDACTED:{kind}]", text)
+        text, count = pattern.subn(_replacer(kind, replace), text)
         if count:
             found[kind] += count
     lowered = text.lower()
     if any(word in lowered for word in _ASSIGNMENT_WORDS):
-        text, count = _ASSIGNMENT.subn(_secret_value, text)
+        text, count = _ASSIGNMENT.subn(lambda match: _secret_value(match, replace), text)
         if count:
             found["secret"] += count
-    return text, tuple(found.items())
+    return text
 
 
-def _secret_value(match: re.Match[str]) -> str:
+def _replacer(kind: str, replace: Callable[[str, str], str]) -> Callable[[re.Match[str]], str]:
+    return lambda match: replace(kind, match.group(0))
+
+
+def _secret_value(match: re.Match[str], replace: Callable[[str, str], str]) -> str:
     value = match.group(3)
-    if value.startswith("[REDACTED:"):  # already replaced by a pattern above
+    if value.startswith("[REDACTED:") or value.startswith("[["):  # replaced by a pattern above
         return match.group(0)
-    return f"{match.group(1)}{match.group(2)}[REDACTED:secret]"
+    return f"{match.group(1)}{match.group(2)}{replace('secret', value)}"
 
 
 def without_credentials(url: str | None) -> str | None:

@@ -6,8 +6,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-Message = Mapping[str, str]
-"""An OpenAI-style chat message: ``{"role": "system"|"user"|"assistant", "content": ...}``."""
+from combee.llm.messages import (
+    ToolChoice,
+    check_tool_choice,
+    message_texts,
+    wire_messages,
+    wire_tools,
+)
+
+Message = Mapping[str, Any]
+"""An OpenAI chat message: ``{"role": ..., "content": ...}``, an assistant's ``tool_calls``
+(``[{"id", "type": "function", "function": {"name", "arguments"}}]``), a tool result's
+``tool_call_id`` (see :mod:`combee.llm.messages`)."""
 
 JsonMode = Literal["json_schema", "json_object_schema", "json_object", "none"]
 """How a JSON schema reaches the server:
@@ -51,17 +61,35 @@ class Completion:
     model: str
     cost: float | None = None
     cached: bool = False
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    """The tool calls the model asked for, as the OpenAI chat API writes them:
+    ``{"id", "type": "function", "function": {"name", "arguments": <JSON string>}}``."""
+
+    @property
+    def message(self) -> dict[str, Any]:
+        """The reply as the assistant message to append to the conversation (content None
+        when the model only called tools, as the OpenAI chat API returns it)."""
+        if not self.tool_calls:
+            return {"role": "assistant", "content": self.text}
+        return {
+            "role": "assistant",
+            "content": self.text or None,
+            "tool_calls": [dict(call) for call in self.tool_calls],
+        }
 
 
 @dataclass(frozen=True)
 class Request:
     """Everything that determines a reply; also the response-cache key."""
 
-    messages: tuple[tuple[str, str], ...]
+    messages: tuple[dict[str, Any], ...]
+    """The messages as they are sent (checked by :func:`combee.llm.messages.wire_messages`)."""
     temperature: float
     max_tokens: int
     json_schema: JsonSchema | None = None
     seed: int | None = None
+    tools: tuple[dict[str, Any], ...] = ()
+    tool_choice: ToolChoice | None = None
 
     @staticmethod
     def build(
@@ -71,17 +99,35 @@ class Request:
         max_tokens: int = DEFAULT_MAX_TOKENS,
         json_schema: JsonSchema | None = None,
         seed: int | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: ToolChoice | None = None,
     ) -> Request:
+        """A request; a message, tool or tool choice that cannot be sent as it is raises
+        :class:`combee.llm.messages.MessageError`."""
+        wired_tools = wire_tools(tools)
+        check_tool_choice(tool_choice, wired_tools)
         return Request(
-            messages=tuple((m["role"], m["content"]) for m in messages),
+            messages=wire_messages(messages),
             temperature=temperature,
             max_tokens=max_tokens,
             json_schema=json_schema,
             seed=seed,
+            tools=wired_tools,
+            tool_choice=tool_choice,
         )
 
-    def chat_messages(self) -> list[dict[str, str]]:
-        return [{"role": r, "content": c} for r, c in self.messages]
+    def chat_messages(self) -> list[dict[str, Any]]:
+        return [dict(m) for m in self.messages]
+
+    def uses_tools(self) -> bool:
+        """Whether the request offers tools or its conversation holds tool calls or results."""
+        return bool(self.tools) or any(
+            m["role"] == "tool" or m.get("tool_calls") for m in self.messages
+        )
+
+    def text(self) -> str:
+        """Every text the request sends, joined (for token estimates)."""
+        return "".join(t for m in self.messages for t in message_texts(m))
 
 
 class Backend(Protocol):
