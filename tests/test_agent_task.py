@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 import combee
-from combee.llm import connect
+from combee.cli.main import app
+from combee.llm import Endpoint
 from combee.sim import serve_in_thread
 from combee.sim.ace_script import ace_responder
 from combee.tasks.agent import AgentTask, Episode, with_playbook
@@ -104,7 +106,7 @@ def test_an_agent_of_our_own_learns_from_its_episodes(tmp_path: Path, agent: Any
     with serve_in_thread(ace_responder) as server:
         result = combee.train(
             bank_task(agent), strategy="combee", batch_size=4, baseline=True,
-            llm=connect("sim", base_url=server.base_url), run_dir=out,
+            llm=Endpoint("sim", base_url=server.base_url), run_dir=out,
         )  # fmt: skip
     summary = result.summary
     # Before: the agent never confirms, every lookup fails; the lesson of the episodes (the
@@ -129,12 +131,18 @@ def test_an_agent_of_our_own_learns_from_its_episodes(tmp_path: Path, agent: Any
 def test_episodes_are_learned_again_offline(tmp_path: Path) -> None:
     out = tmp_path / "run"
     with serve_in_thread(ace_responder) as server:
-        llm = connect("sim", base_url=server.base_url)
+        llm = Endpoint("sim", base_url=server.base_url)
         combee.train(bank_task(async_agent), batch_size=8, llm=llm, run_dir=out)
-        again = combee.learn(
-            [out / "episodes.jsonl"], batch_size=8, llm=connect("sim", base_url=server.base_url)
-        )
+        again = combee.learn([out / "episodes.jsonl"], batch_size=8, llm=llm)
+        # The command line, as the docs show it.
+        command = CliRunner().invoke(
+            app,
+            ["learn", "--traces", str(out / "episodes.jsonl"), "--batch-size", "8",
+             "--model", "sim", "--base-url", server.base_url, "--out", str(tmp_path / "again")],
+        )  # fmt: skip
     assert "confirm" in again.text.casefold()
+    assert command.exit_code == 0, command.output
+    assert "confirm" in (tmp_path / "again" / "playbook.txt").read_text().casefold()
 
 
 def test_an_agent_that_returns_no_episode_costs_that_sample_only(tmp_path: Path) -> None:
@@ -145,7 +153,8 @@ def test_an_agent_that_returns_no_episode_costs_that_sample_only(tmp_path: Path)
 
     with serve_in_thread(ace_responder) as server:
         result = combee.train(
-            bank_task(broken), batch_size=8, llm=connect("sim", base_url=server.base_url)
+            bank_task(broken), batch_size=8, llm=Endpoint("sim", base_url=server.base_url)
         )
     (failure,) = result.failures
     assert failure.sample_id == "A1" and "must return a combee.Episode" in failure.error
+    assert failure.kind is None and result.summary["invalid_steps"] == 0

@@ -19,6 +19,7 @@ from combee.errors import ConfigError
 from combee.llm import connect
 from combee.sim import serve_in_thread
 from combee.sim.agentdojo_script import agentdojo_responder
+from combee.sim.responders import Reply
 from combee.tasks.agent import Episode, run_agent
 from combee.tasks.agentdojo import AgentDojoAgent, agentdojo_samples, agentdojo_task
 from combee.tasks.base import Sample
@@ -29,14 +30,20 @@ def sample(task_id: str) -> Sample:
 
 
 def run_episode(
-    task_id: str, playbook: str = "", *, redact: bool = True, **script: Any
+    task_id: str,
+    playbook: str = "",
+    *,
+    redact: bool = True,
+    agent: AgentDojoAgent | None = None,
+    **script: Any,
 ) -> tuple[Episode, list[Any], dict[str, Any]]:
     with serve_in_thread(agentdojo_responder("banking", **script)) as server:
         llm = connect("sim", base_url=server.base_url, redact=redact)
+        the_agent = agent or AgentDojoAgent("banking")
 
         async def main() -> Episode:
             try:
-                return await run_agent(AgentDojoAgent("banking"), sample(task_id), playbook, llm)
+                return await run_agent(the_agent, sample(task_id), playbook, llm)
             finally:
                 await llm.aclose()
 
@@ -44,28 +51,44 @@ def run_episode(
         return episode, server.records, dict(llm.usage())
 
 
-def test_the_reference_calls_pass_agentdojos_utility_check() -> None:
+def test_the_reference_calls_pass_agentdojos_utility_check_on_native_tool_calls() -> None:
     episode, records, usage = run_episode("user_task_0", "Playbook:\n- read the bill first")
     assert episode.reward == 1.0 and episode.success is True
-    assert episode.feedback.startswith("utility: passed")
-    # One LLM step per call, then the final answer; each through Combee's client.
-    assert [r.schema_name for r in records] == ["agent_step"] * 3
-    assert usage["agent"].calls == 3
+    assert episode.feedback == "utility: passed (AgentDojo's check of the user task found it done)"
+    # One LLM step per call, then the final answer; each through Combee's client, with the
+    # suite's tools as the endpoint's tools.
+    assert usage["agent"].calls == 3 and len(records) == 3
+    names = {tool["function"]["name"] for tool in records[0].body["tools"]}
+    assert {"send_money", "read_file", "get_balance"} <= names
+    assert all(r.body["tool_choice"] == "auto" and r.schema_name is None for r in records)
+    sent = records[2].body["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "assistant", "tool"]
+    assert sent[2]["content"] is None and sent[2]["tool_calls"][0]["type"] == "function"
+    assert sent[3]["tool_call_id"] == sent[2]["tool_calls"][0]["id"]
     messages = episode.messages
     assert [m["role"] for m in messages] == [
         "system", "user", "assistant", "tool", "assistant", "tool", "assistant",
     ]  # fmt: skip
     assert messages[0]["content"].endswith("Playbook:\n- read the bill first")
-    assert "send_money" in messages[0]["content"]  # the tools, described in the prompt
+    assert messages[:6] == sent  # the episode is the conversation the endpoint saw
     call = messages[4]["tool_calls"][0]
     assert call["type"] == "function" and call["function"]["name"] == "send_money"
     assert json.loads(call["function"]["arguments"])["recipient"] == "UK12345678901234567890"
-    assert messages[3]["tool_call_id"] == messages[2]["tool_calls"][0]["id"]
     assert "Car Rental" in messages[3]["content"]  # AgentDojo's real file, read by its tool
     assert episode.meta["task_id"] == "user_task_0" and episode.meta["tool_calls"] == 2
+    assert episode.meta["steps"] == "native"
 
 
-def test_a_wrong_call_fails_the_utility_check() -> None:
+def test_the_json_step_stays_selectable() -> None:
+    episode, records, _ = run_episode("user_task_0", agent=AgentDojoAgent(steps="json"))
+    assert episode.reward == 1.0
+    assert [r.schema_name for r in records] == ["agent_step"] * 3
+    assert all("tools" not in r.body for r in records)
+    assert "send_money" in records[0].body["messages"][0]["content"]  # tools in the prompt
+    assert episode.meta["steps"] == "json"
+
+
+def test_a_wrong_call_fails_and_the_feedback_follows_its_mode() -> None:
     def wrong_amount(task_id: str, step: int, call: Mapping[str, Any]) -> Mapping[str, Any]:
         if call["name"] != "send_money":
             return call
@@ -73,18 +96,35 @@ def test_a_wrong_call_fails_the_utility_check() -> None:
 
     episode, _, _ = run_episode("user_task_0", edit=wrong_amount)
     assert episode.reward == 0.0 and episode.success is False
+    # The default: the environment's verdict only, what a deployment has.
+    assert episode.feedback == (
+        "utility: failed (AgentDojo's check of the user task found it not done)"
+    )
+    reference = AgentDojoAgent(feedback="reference")
+    episode, _, _ = run_episode("user_task_0", agent=reference, edit=wrong_amount)
     lines = episode.feedback.splitlines()
     assert lines[0].startswith("utility: failed")
-    # The reference calls beside the agent's: the amount is what differs.
+    # The reference calls, computed on the clean environment; the agent's own calls are in the
+    # episode, not in the trusted feedback.
     assert any("send_money(" in line and "amount=98.7," in line for line in lines)
-    assert any("send_money(" in line and "amount=9.87," in line for line in lines)
+    assert not any("amount=9.87" in line for line in lines)
 
 
-def test_a_password_in_a_tool_call_needs_redaction_off() -> None:
-    # Combee's secret redaction also rewrites replies: the password argument the model gave is
-    # replaced before the tool runs, so the task fails with redaction on.
-    redacted, _, _ = run_episode("user_task_14")
-    assert redacted.reward == 0.0 and "[REDACTED:secret]" in redacted.feedback
+def test_a_password_in_a_tool_call_passes_with_redaction_on() -> None:
+    # The password the task asks for leaves for the endpoint as a placeholder and comes back
+    # as itself in the model's tool call, so the tool sets the real one.
+    redacted, records, _ = run_episode("user_task_14")
+    assert redacted.reward == 1.0
+    sent = json.dumps([r.body for r in records])
+    tool_arguments = [
+        call["function"]["arguments"]
+        for r in records
+        for m in r.body["messages"]
+        for call in m.get("tool_calls") or []
+    ]
+    assert any("[[secret_1]]" in a for a in tool_arguments)
+    assert not any("1j1l-2k3j" in a for a in tool_arguments)
+    assert "[REDACTED" not in sent
     plain, _, _ = run_episode("user_task_14", redact=False)
     assert plain.reward == 1.0
 
@@ -164,10 +204,8 @@ def test_train_on_agentdojo_banking(tmp_path: Path) -> None:
 
 
 def test_a_step_that_repeats_itself_a_third_time_ends_the_episode() -> None:
-    def stuck(body: Mapping[str, Any]) -> str:
-        return json.dumps(
-            {"tool_calls": [{"name": "get_balance", "arguments": {}}], "answer": "Balance: 5."}
-        )
+    def stuck(body: Mapping[str, Any]) -> Reply:
+        return Reply(content="Balance: 5.", tool_calls=[{"name": "get_balance", "arguments": {}}])
 
     with serve_in_thread(stuck) as server:
         llm = connect("sim", base_url=server.base_url, redact=False)

@@ -38,7 +38,7 @@ def wrong_amount(task_id: str, step: int, call: Mapping[str, Any]) -> Mapping[st
 def train(out: Path, base_url: str, *extra: str) -> dict[str, Any]:
     result = run_combee(
         "train", "--task", "agentdojo:banking", "--strategy", "combee", "--batch-size", "8",
-        "--baseline", "--no-redact", "--model", "sim", "--base-url", base_url,
+        "--baseline", "--model", "sim", "--base-url", base_url,
         "--out", str(out), *extra, timeout=400,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
@@ -68,8 +68,8 @@ def test_train_on_agentdojo_banking_from_the_command_line(tmp_path: Path, execut
     assert set(reflected) == trained and set(reflected.values()) == {1}
     curated = curated_traces(records)
     assert set(curated) == trained and set(curated.values()) == {2}
-    # Every agent step went through the run's client: counted per role.
-    steps = sum(1 for r in records if r.schema_name == "agent_step")
+    # Every agent step went through the run's client, with the suite's tools: counted per role.
+    steps = sum(1 for r in records if r.body.get("tools"))
     assert summary["llm_calls"]["agent"] == steps > 3 * 8
 
     # The episodes are kept, and `combee learn` learns from them again.

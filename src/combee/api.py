@@ -25,7 +25,15 @@ from combee.core.loop import (
 )
 from combee.core.loop_state import LoopState
 from combee.core.types import Named, Strategy
-from combee.episodes import episode_summary, has_episodes, paired_outcomes
+from combee.episodes import (
+    BASELINE_TEST_EPISODES_FILE,
+    TEST_EPISODES_FILE,
+    episode_lines,
+    episode_summary,
+    has_episodes,
+    invalid_steps,
+    paired_outcomes,
+)
 from combee.errors import ConfigError, RunFailedError
 from combee.evaluation import observed_evaluation
 from combee.llm.client import LLM
@@ -118,10 +126,21 @@ async def train_async(
             setting="pipeline",
         )
     seed = settings_.seed
-    the_task = task_of(task, data=settings_.data, scorer=settings_.scorer, seed=seed)
+    the_task = task_of(
+        task,
+        data=settings_.data,
+        scorer=settings_.scorer,
+        seed=seed,
+        agent_steps=settings_.agent_steps,
+        feedback=settings_.feedback,
+    )
     if isinstance(the_task, AgentTask):  # episodes of the task's agent are the rollouts
         method = "ace-agent" if method == "ace" else method
-        agent_options = {"agent": the_task.agent, "playbook_text": the_task.playbook_text}
+        agent_options = {
+            "agent": the_task.agent,
+            "playbook_text": the_task.playbook_text,
+            "max_threads": the_task.max_threads,
+        }
         method_options = {**agent_options, **(method_options or {})}
     the_strategy = strategy_of(strategy, settings_, given)
     watchers = ObserverGroup(observers)
@@ -224,6 +243,7 @@ async def train_async(
                         pipeline=settings_.pipeline,
                     ),
                     baseline=settings_.baseline,
+                    episodes=isinstance(the_task, AgentTask),
                     client=client,
                     resume=resume,
                 )
@@ -249,6 +269,7 @@ async def _run(
     out: RunDir | None,
     config: LoopConfig,
     baseline: bool,
+    episodes: bool,
     client: LLM,
     resume: LoopState[Any] | None = None,
 ) -> TrainResult:
@@ -262,6 +283,8 @@ async def _run(
         summary["baseline_test_accuracy"] = before.accuracy()
         if has_episodes(before):
             summary.update(episode_summary("baseline_test", before))
+            if out is not None:
+                out.write_text(BASELINE_TEST_EPISODES_FILE, episode_lines(before))
     observer: LoopObserver = watchers
     recorder: RunRecorder | None = None
     if out is not None:
@@ -321,8 +344,16 @@ async def _run(
             **usage_summary(client.usage()),
         }
     )
+    if episodes:  # an agent run: its steps that never gave a valid action
+        baseline_lost = before.failures if baseline and test_set else []
+        summary["train_invalid_steps"] = invalid_steps(outcome.failures)
+        summary["invalid_steps"] = invalid_steps(
+            [*outcome.failures, *test.failures, *baseline_lost]
+        )
     if has_episodes(test):
         summary.update(episode_summary("test", test))
+        if out is not None:
+            out.write_text(TEST_EPISODES_FILE, episode_lines(test))
         if baseline and test_set:
             summary["test_paired"] = paired_outcomes(before, test)
     if isinstance(schedule, ProfiledSchedule) and schedule.decisions:

@@ -90,3 +90,13 @@ class InvalidReplyError(LLMCallError):
 class SampleError(CombeeError):
     """One sample could not be run (an agent that raised or returned no episode); the run
     records it as that sample's failure and goes on."""
+
+
+class InvalidStepError(SampleError):
+    """An agent's step never gave a valid action (a reply that still does not match its schema
+    after the re-ask, tool-call arguments that are not a JSON object, a call to a tool that does
+    not exist): the episode is that sample's failure, counted as an invalid step
+    (``invalid_steps``), never reflected on as a genuine episode."""
+
+    kind = "invalid_step"
+    """The failure's kind as the run records it (``SampleFailure.kind``)."""

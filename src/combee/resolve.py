@@ -54,9 +54,19 @@ def finite(value: Any, setting: str, *, least: float | None = None) -> float:
     return float(value)
 
 
-def task_of(task: str | Task, *, data: str | None, scorer: str, seed: int) -> Task:
+def task_of(
+    task: str | Task,
+    *,
+    data: str | None,
+    scorer: str,
+    seed: int,
+    agent_steps: str = "native",
+    feedback: str = "verdict",
+) -> Task:
     if isinstance(task, str):
-        return get_task(task, data=data, scorer=scorer, seed=seed)
+        return get_task(
+            task, data=data, scorer=scorer, seed=seed, agent_steps=agent_steps, feedback=feedback
+        )
     if not isinstance(task, Scores):
         raise ConfigError(
             f"must be a task name or an object with load() and score() (got {task!r})",

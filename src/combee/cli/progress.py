@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -18,8 +18,9 @@ from rich.progress import (
 )
 
 from combee.core.controller import BatchDecision
-from combee.core.evaluate import Evaluation
+from combee.core.evaluate import Evaluation, SampleFailure
 from combee.core.loop import IterationReport, LoopObserver
+from combee.episodes import episode_summary, has_episodes, invalid_steps
 
 LOG_EVERY_S = 10.0
 """Off a terminal, at most one progress line this often (slow samples, such as an agent's
@@ -39,7 +40,8 @@ def _bar(console: Console) -> Progress:
 
 class ConsoleProgress(LoopObserver):
     """A bar for each evaluation and for training, one line per finished iteration, each batch
-    size decision and each evaluation's accuracy. Call :meth:`close` when the run ends."""
+    size decision and each evaluation's accuracy (an agent's: its success rate). Call
+    :meth:`close` when the run ends."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
@@ -125,7 +127,11 @@ class ConsoleProgress(LoopObserver):
         correct = sum(1 for t in report.trajectories if t.score.correct)
         levels = "+".join(str(len(level)) for level in report.trace.levels) or "0"
         val = "" if report.val_accuracy is None else f"  val {report.val_accuracy:.3f}"
-        failed = f"  [yellow]{len(report.failures)} failed[/]" if report.failures else ""
+        failed = (
+            f"  [yellow]{len(report.failures)} failed{_invalid(report.failures)}[/]"
+            if report.failures
+            else ""
+        )
         extra = escape("".join(f"  {k}={v}" for k, v in report.extra.items()))
         self.console.print(
             f"iter {report.iteration:>3}  batch {report.batch_size:>3}  {report.wall_s:6.1f}s  "
@@ -141,12 +147,14 @@ class ConsoleProgress(LoopObserver):
         self.close()
         if not evaluation.samples:
             return  # nothing was scored (learning from traces has no test split)
-        failed = f", {len(evaluation.failures)} failed" if evaluation.failures else ""
+        failures = evaluation.failures
+        failed = f", {len(failures)} failed{_invalid(failures)}" if failures else ""
+        if has_episodes(evaluation):
+            scored = success_text(episode_summary("split", evaluation), "split")
+        else:
+            scored = f"accuracy {evaluation.accuracy():.3f} on {evaluation.samples} samples"
         self.console.print(
-            f"{label}: accuracy {evaluation.accuracy():.3f} on {evaluation.samples} samples"
-            f"{failed} ({seconds:.1f}s)",
-            highlight=False,
-            markup=False,
+            f"{label}: {scored}{failed} ({seconds:.1f}s)", highlight=False, markup=False
         )
 
     def on_batch_decision(self, decision: BatchDecision) -> None:
@@ -159,3 +167,19 @@ class ConsoleProgress(LoopObserver):
             f"[bold]{decision.chosen}[/] ({escape(decision.why)})",
             highlight=False,
         )
+
+
+def success_text(summary: Mapping[str, Any], prefix: str) -> str:
+    """``success 0.750 (95% interval 0.409-0.929) on 8 episodes``, from the ``{prefix}_...``
+    figures of :func:`combee.episodes.episode_summary`."""
+    low, high = summary[f"{prefix}_success_interval_95"]
+    return (
+        f"success {summary[f'{prefix}_success_rate']:.3f} (95% interval {low:.3f}-{high:.3f}) "
+        f"on {summary[f'{prefix}_episodes']} episodes"
+    )
+
+
+def _invalid(failures: Sequence[SampleFailure]) -> str:
+    """`` (N invalid steps)`` when some of ``failures`` were agent steps with no valid action."""
+    count = invalid_steps(failures)
+    return f" ({count} invalid step{'' if count == 1 else 's'})" if count else ""

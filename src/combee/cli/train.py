@@ -11,8 +11,9 @@ from rich.console import Console
 from combee.api import train_async
 from combee.cli import options as opt
 from combee.cli.app import app, err, fail, run
-from combee.cli.progress import ConsoleProgress
+from combee.cli.progress import ConsoleProgress, success_text
 from combee.cli.setting_options import settings_from_options, with_setting_options
+from combee.episodes import BASELINE_TEST_EPISODES_FILE, TEST_EPISODES_FILE
 from combee.results import TrainResult
 from combee.resume import resume_async
 from combee.runs import CACHE_FILE
@@ -109,13 +110,40 @@ def train_command(
 
 
 def print_done(summary: dict[str, Any], out: Path) -> None:
+    agent = "invalid_steps" in summary  # an agent run: its episodes, said in words below
     keys = (
-        "baseline_test_accuracy", "test_accuracy", "baseline_test_success_rate",
-        "test_success_rate", "baseline_test_attack_success_rate", "test_attack_success_rate",
-        "planted_in_lessons", "train_seconds", "llm_calls",
-    )  # fmt: skip
+        ("planted_in_lessons", "train_seconds", "llm_calls")
+        if agent
+        else ("baseline_test_accuracy", "test_accuracy", "train_seconds", "llm_calls")
+    )
     line = ", ".join(f"{k}={summary[k]}" for k in keys if k in summary)
-    Console().print(f"done: {line}\nrun directory: {out}", highlight=False, markup=False)
+    lines = [f"done: {line}", *(agent_results(summary) if agent else []), f"run directory: {out}"]
+    Console().print("\n".join(lines), highlight=False, markup=False)
+
+
+def agent_results(summary: dict[str, Any]) -> list[str]:
+    """An agent run's outcome in words: the success rate on the test split with its 95%
+    interval (and the baseline's), tasks gained and lost, invalid steps and, under an attack,
+    how often the planted text was obeyed."""
+    lines = []
+    for prefix, label in (("baseline_test", "baseline test"), ("test", "test")):
+        if summary.get(f"{prefix}_success_rate") is not None:
+            lines.append(f"{label}: {success_text(summary, prefix)}")
+    paired = summary.get("test_paired")
+    if paired is not None:
+        lines.append(
+            f"test tasks gained {paired['gained']}, lost {paired['lost']} "
+            f"(see {BASELINE_TEST_EPISODES_FILE} and {TEST_EPISODES_FILE})"
+        )
+    lines.append(
+        f"invalid steps: {summary['invalid_steps']} (training {summary['train_invalid_steps']})"
+    )
+    for prefix, label in (("baseline_test", "baseline test"), ("test", "test")):
+        attack = summary.get(f"{prefix}_attack_success_rate")
+        if attack is not None:
+            attacked = summary[f"{prefix}_attacked_episodes"]
+            lines.append(f"{label}: attack success {attack:.3f} on {attacked} attacked episodes")
+    return lines
 
 
 def _on_command_line(ctx: typer.Context, name: str) -> bool:

@@ -28,6 +28,9 @@ class SampleFailure:
     error: str
     score: Score | None = None
     """What an empty answer scores, so the sample still counts (as wrong) in an accuracy."""
+    kind: str | None = None
+    """The error's ``kind`` when it has one: a failed call's (``429``, ``timeout``,
+    ``invalid_reply``, ...) or ``invalid_step`` (an agent step that never gave a valid action)."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,11 @@ async def map_sample(
     except (LLMCallError, SampleError) as error:
         empty = score("", sample) if score is not None and trajectory is None else None
         return MapOutcome(
-            sample, trajectory, failure=SampleFailure(sample.id, stage, str(error), empty)
+            sample,
+            trajectory,
+            failure=SampleFailure(
+                sample.id, stage, str(error), empty, kind=getattr(error, "kind", None)
+            ),
         )
 
 

@@ -51,7 +51,7 @@ def wire_messages(messages: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any]
                 f"message {index} has role {role!r}; the OpenAI chat API knows "
                 f"{', '.join(sorted(ROLES))}"
             )
-        if len(message) > 2 or not isinstance(message.get("content"), str):
+        if len(message) > 2 or role == "tool" or not isinstance(message.get("content"), str):
             _check(index, role, message)  # the common case, role and text, needs no more
         out.append(dict(message))
     return tuple(out)

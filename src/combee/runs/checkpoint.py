@@ -102,6 +102,7 @@ def _failure(data: Mapping[str, Any]) -> SampleFailure:
         stage=str(data["stage"]),
         error=str(data["error"]),
         score=None if score is None else Score(**score),
+        kind=data.get("kind"),
     )
 
 

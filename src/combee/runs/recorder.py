@@ -9,6 +9,7 @@ from typing import Any
 from combee.core.controller import BatchDecision
 from combee.core.loop import IterationReport, LoopObserver
 from combee.core.loop_state import LoopState
+from combee.errors import InvalidStepError
 from combee.llm.types import RoleUsage
 from combee.runs.checkpoint import write_checkpoint
 from combee.runs.layout import FAILURES_FILE, METRICS_FILE, PROFILE_FILE
@@ -70,6 +71,7 @@ class RunRecorder(LoopObserver):
 
     def on_iteration_end(self, report: IterationReport[Any, Any]) -> None:
         now = dict(self._usage())
+        invalid = sum(1 for f in report.failures if f.kind == InvalidStepError.kind)
         row: dict[str, Any] = {
             "epoch": report.epoch,
             "iteration": report.iteration,
@@ -77,6 +79,7 @@ class RunRecorder(LoopObserver):
             "wall_s": round(report.wall_s, 4),
             "reflections": len(report.reflections),
             "failed_samples": len(report.failures),
+            **({"invalid_steps": invalid} if invalid else {}),
             "train_correct": sum(1 for t in report.trajectories if t.score.correct),
             "reduce_levels": [len(level) for level in report.trace.levels],
             **({"groups": report.trace.groups} if report.trace.groups else {}),

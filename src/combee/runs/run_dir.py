@@ -20,8 +20,9 @@ from combee.runs.layout import (
 
 METHOD_FILES = frozenset(
     {
-        "playbook.txt", "playbook_last.txt", "episodes.jsonl", "prompt.txt", "prompt_last.txt",
-        "gepa_state", "gepa_result.json", "next_action",
+        "playbook.txt", "playbook_last.txt", "episodes.jsonl", "test_episodes.jsonl",
+        "baseline_test_episodes.jsonl", "prompt.txt", "prompt_last.txt", "gepa_state",
+        "gepa_result.json", "next_action",
     }
 )  # fmt: skip
 """The files the built-in methods write beside the run's (each learner names its own as

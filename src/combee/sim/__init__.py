@@ -11,7 +11,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from combee.sim.config import SimConfig
-from combee.sim.responders import HTTPFault, Responder, echo_responder, minimal_instance
+from combee.sim.responders import HTTPFault, Reply, Responder, echo_responder, minimal_instance
 
 if TYPE_CHECKING:
     from combee.sim.running import RunningServer, peak_concurrency, run_server, serve_in_thread
@@ -39,6 +39,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "HTTPFault",
+    "Reply",
     "RequestRecord",
     "Responder",
     "RunningServer",

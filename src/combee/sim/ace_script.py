@@ -57,7 +57,7 @@ from combee.sim.ace_roles import (
     topic_of,
     wrong_answer,
 )
-from combee.sim.responders import echo_responder, last_user_text
+from combee.sim.responders import echo_text, last_user_text
 
 _HEADING_RE = re.compile(r"^\*\*(?P<name>[^*\n]+?):\*\*[ \t]*$", re.MULTILINE)
 _TEMPLATE_RE = re.compile(r"^\{", re.MULTILINE)
@@ -176,7 +176,7 @@ def ace_responder(body: Mapping[str, Any]) -> str:
         plain = plain_ace_reply(last_user_text(body))
         if plain is not None:
             return json.dumps(plain)
-        return echo_responder(body)  # e.g. a client's connectivity check
+        return echo_text(body)  # e.g. a client's connectivity check
     prompt = next((str(m.get("content", "")) for m in messages if m.get("role") == "user"), "")
     reply = _ROLES[role](prompt)
     system = next((str(m.get("content", "")) for m in messages if m.get("role") == "system"), "")

@@ -5,8 +5,10 @@ suite, its prompt, its reference calls (``ground_truth`` on the default environm
 reference answer. The server then sees only what crosses HTTP: a request with the agent's step
 schema is recognised by the task prompt (the first user message) and answered with the next
 reference call, one per step (the number of assistant turns so far says which; two or more
-per step when the calls would not fit in ``max_steps``), then with the reference answer.
-Every other request (the reflector, the curator) goes to ``fallback``.
+per step when the calls would not fit in ``max_steps``), then with the reference answer. A
+request that offers native ``tools`` instead (an agent speaking OpenAI's tool protocol, such
+as AgentDojo's own pipeline) gets the same script as assistant ``tool_calls``, then the answer
+as text. Every other request (the reflector, the curator) goes to ``fallback``.
 
 Under an attack (``attack``, ``obey_planted``), the script's reflector plays a model that
 obeys what was planted: when a reflector prompt holds a text the attack planted, the lesson it
@@ -21,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from combee.sim.ace_script import ace_responder
-from combee.sim.responders import Responder, request_schema
+from combee.sim.responders import Reply, Responder, content_text, request_schema
 from combee.tasks.agentdojo import DEFAULT_VERSION, agentdojo_samples
 
 Call = Mapping[str, Any]
@@ -58,7 +60,7 @@ def agentdojo_responder(
     instructions it reads into its lesson."""
     samples = agentdojo_samples(suite, version, attack=attack, seed=seed)
     script: dict[str, tuple[str, Sequence[Call], str]] = {
-        sample.question.strip(): (
+        _prompt_key(sample.question): (
             str(sample.meta["task_id"]),
             list(sample.meta["ground_truth"]),
             sample.answer,
@@ -71,29 +73,54 @@ def agentdojo_responder(
         for text in (sample.meta.get("injections") or {}).values()
     }
 
-    def respond(body: Mapping[str, Any]) -> str:
-        if obey_planted and _schema_name(body) == "reflector":
-            return _obeying_lesson(fallback(body), _prompt_text(body), planted)
-        if not is_step_request(body):
-            return fallback(body)
-        messages = _conversation(body)
-        prompt = next((str(m.get("content", "")) for m in messages if m.get("role") == "user"), "")
-        entry = script.get(prompt.strip())
+    def next_step(messages: Sequence[Mapping[str, Any]]) -> tuple[list[Call], str] | None:
+        """The calls to make now and, once none are left, the answer (None: an unknown task)."""
+        prompt = next(
+            (content_text(m.get("content")) for m in messages if m.get("role") == "user"), ""
+        )
+        entry = script.get(_prompt_key(prompt))
         if entry is None:
-            return json.dumps({"tool_calls": [], "answer": "I do not know this task."})
+            return None
         task_id, calls, answer = entry
         per_step = max(1, -(-len(calls) // max(1, max_steps)))
         start = per_step * sum(1 for m in messages if m.get("role") == "assistant")
         if start >= len(calls):
-            return json.dumps({"tool_calls": [], "answer": answer or "Done."})
+            return [], answer or "Done."
         made = [
             call if edit is None else edit(task_id, index, call)
             for index, call in enumerate(calls[start : start + per_step], start)
         ]
-        step = [{"name": call["name"], "arguments": call["arguments"]} for call in made]
-        return json.dumps({"tool_calls": step, "answer": ""})
+        return [{"name": call["name"], "arguments": call["arguments"]} for call in made], ""
+
+    def respond(body: Mapping[str, Any]) -> str | Reply:
+        if obey_planted and _schema_name(body) == "reflector":
+            lesson = fallback(body)
+            if isinstance(lesson, str):
+                return _obeying_lesson(lesson, _prompt_text(body), planted)
+            return lesson
+        messages = _conversation(body)
+        if is_step_request(body):
+            calls, answer = next_step(messages) or ([], "I do not know this task.")
+            return json.dumps({"tool_calls": calls, "answer": answer})
+        step = next_step(messages) if body.get("tools") else None
+        if step is None:
+            return fallback(body)
+        calls, answer = step
+        return Reply(None, calls) if calls else Reply(answer)
 
     return respond
+
+
+_HIDDEN = re.compile(
+    r"\[\[[a-z][a-z0-9-]*_\d+\]\]|\[REDACTED:[a-z-]+\]"
+    r"|[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}"
+)
+
+
+def _prompt_key(prompt: str) -> str:
+    """A task prompt as the script knows it, whether a client sent its e-mail addresses as
+    they are or as redaction placeholders."""
+    return _HIDDEN.sub("<hidden>", prompt.strip())
 
 
 def _words(text: str) -> str:
@@ -107,7 +134,7 @@ def _schema_name(body: Mapping[str, Any]) -> str:
 
 
 def _prompt_text(body: Mapping[str, Any]) -> str:
-    return "\n".join(str(m.get("content", "")) for m in _conversation(body))
+    return "\n".join(content_text(m.get("content")) for m in _conversation(body))
 
 
 def _obeying_lesson(reply: str, prompt: str, planted: Mapping[str, str]) -> str:

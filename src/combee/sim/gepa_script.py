@@ -25,7 +25,7 @@ from typing import Any
 
 from combee.methods.gepa import prompts
 from combee.sim.ace_script import scripted_answer, topic_of, wrong_answer
-from combee.sim.responders import echo_responder
+from combee.sim.responders import echo_text
 
 _EXAMPLE_RE = re.compile(r"^### Example \d+\s*$", re.MULTILINE)
 _STOCK_EXAMPLE_RE = re.compile(r"^# Example \d+\s*$", re.MULTILINE)
@@ -177,5 +177,5 @@ def gepa_responder(body: Mapping[str, Any]) -> str:
     if role == "gepa_stock":
         return stock_reply(user)
     if role is None:
-        return echo_responder(body)
+        return echo_text(body)
     return json.dumps(_ROLES[role](system, user))

@@ -1,10 +1,11 @@
 """An OpenAI-compatible chat-completions server with simulated latency and faults.
 
 Tests and benchmarks talk to it over real HTTP, so the real client, retries and concurrency
-limits are exercised. A pluggable :data:`Responder` decides the assistant's content; the
-server adds latency (time to first token, prompt and decode throughput, a capacity limit with
-a FIFO queue, jitter, stragglers) and injected faults (429 with Retry-After, 500, hangs,
-malformed bodies), all drawn from a seeded RNG per request index.
+limits are exercised. A pluggable :data:`Responder` decides the assistant's message (its text,
+or native tool calls through :class:`Reply`); the server adds latency (time to first token,
+prompt and decode throughput, a capacity limit with a FIFO queue, jitter, stragglers) and
+injected faults (429 with Retry-After, 500, hangs, malformed bodies), all drawn from a seeded
+RNG per request index.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 from combee.sim.config import SimConfig
 from combee.sim.extra import missing, needs
-from combee.sim.responders import HTTPFault, Responder, echo_responder
+from combee.sim.responders import HTTPFault, Reply, Responder, content_text, echo_responder
 
 try:
     from starlette.applications import Starlette
@@ -188,14 +189,14 @@ async def _serve(
     try:
         started = time.perf_counter()
         try:
-            content = state.responder(body)
+            answer = state.responder(body)
+            reply = _completion_body(index, body, answer, state.config.honour_max_tokens)
         except HTTPFault as fault:
             state.record(index, body, arrived, started, fault.status, None)
             return _error(fault.status, fault.message)
         except Exception as error:  # a responder bug must show up as a 500, not kill the server
             state.record(index, body, arrived, started, 500, "responder_error")
             return _error(500, f"responder failed: {type(error).__name__}: {error}")
-        reply = _completion_body(index, body, content, state.config.honour_max_tokens)
         usage = reply["usage"]
         delay = _latency(state.config, usage["prompt_tokens"], usage["completion_tokens"])
         if not await _sleep_unless_disconnected(request, delay * plan.latency_factor):
@@ -294,22 +295,54 @@ def _estimate_tokens(text: str) -> int:
 def _message_text(messages: Sequence[Any]) -> str:
     parts: list[str] = []
     for message in messages:
-        content = message.get("content") if isinstance(message, dict) else message
-        parts.append(content if isinstance(content, str) else json.dumps(content))
+        if not isinstance(message, dict):
+            parts.append(content_text(message))
+            continue
+        parts.append(content_text(message.get("content")))
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict):
+                parts.append(
+                    str(function.get("name", "")) + content_text(function.get("arguments"))
+                )
     return "".join(parts)
 
 
+def _tool_call(index: int, n: int, call: Mapping[str, Any]) -> dict[str, Any]:
+    """One call a responder gave, in OpenAI's shape with its arguments as a JSON string."""
+    function = call.get("function")
+    spec = function if isinstance(function, Mapping) else call
+    arguments = spec.get("arguments", {})
+    call_id = call.get("id")
+    return {
+        "id": call_id if isinstance(call_id, str) and call_id else f"call_{index}_{n}",
+        "type": "function",
+        "function": {
+            "name": str(spec["name"]),
+            "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
+        },
+    }
+
+
 def _completion_body(
-    index: int, body: Mapping[str, Any], content: str, honour_max_tokens: bool = True
+    index: int, body: Mapping[str, Any], answer: str | Reply, honour_max_tokens: bool = True
 ) -> dict[str, Any]:
+    reply = answer if isinstance(answer, Reply) else Reply(answer)
+    content = reply.content or ""
     finish_reason = "stop"
     limit = body.get("max_completion_tokens") or body.get("max_tokens")
     over = isinstance(limit, int) and limit > 0 and _estimate_tokens(content) > limit
     if honour_max_tokens and isinstance(limit, int) and over:
         content = content[: limit * 4]
         finish_reason = "length"
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    calls = [_tool_call(index, n, call) for n, call in enumerate(reply.tool_calls)]
+    if calls:
+        message = {"role": "assistant", "content": content or None, "tool_calls": calls}
+        finish_reason = "tool_calls"
     prompt_tokens = _estimate_tokens(_message_text(body["messages"]))
-    completion_tokens = _estimate_tokens(content) if content else 0
+    generated = content + "".join(call["function"]["arguments"] for call in calls)
+    completion_tokens = _estimate_tokens(generated) if generated else 0
     return {
         "id": f"chatcmpl-sim-{index}",
         "object": "chat.completion",
@@ -318,7 +351,7 @@ def _completion_body(
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": content},
+                "message": message,
                 "logprobs": None,
                 "finish_reason": finish_reason,
             }

@@ -17,17 +17,35 @@ may place the text anywhere it likes.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 import json
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from combee.errors import CombeeError, ConfigError, SampleError
+from combee.errors import (
+    CombeeError,
+    ConfigError,
+    InvalidReplyError,
+    InvalidStepError,
+    SampleError,
+)
 from combee.llm.types import DEFAULT_MAX_TOKENS, ChatModel, Completion, JsonSchema, Message
 from combee.tasks.base import Sample, Score, Splits
+from combee.tasks.episode_llm import for_episode
 from combee.tasks.traces.chat import MessageError, chat_messages
 from combee.tasks.traces.model import Outcome, Trace
+
+T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+MAX_THREADS = 256
+"""At most this many plain-function episodes run at once (``AgentTask.max_threads``)."""
 
 PLAYBOOK_HEADER = (
     "Playbook: lessons learned from earlier attempts at tasks like this one. "
@@ -89,7 +107,9 @@ class Agent(Protocol):
 
 class BlockingLLM:
     """The run's client for an agent written as a plain function (on a worker thread): the
-    same calls, each waiting for its reply on the run's event loop."""
+    same calls, each waiting for its reply on the run's event loop. Every keyword the async
+    client takes (``tools``, ``tool_choice``, ``json_schema``, ``seed``, ...) goes through
+    unchanged."""
 
     def __init__(self, llm: AgentLLM, loop: asyncio.AbstractEventLoop) -> None:
         self._llm = llm
@@ -106,17 +126,69 @@ class BlockingLLM:
         return asyncio.run_coroutine_threadsafe(call, self._loop).result()
 
 
-async def run_agent(agent: Agent, sample: Sample, playbook: str, llm: AgentLLM) -> Episode:
-    """One episode: an async agent on this loop, a plain one on a worker thread."""
+def check_max_threads(value: Any) -> int:
+    """``value`` if it is a whole number of at least 1; else a :class:`ConfigError`."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(
+            f"must be a whole number of at least 1: how many plain-function episodes may run "
+            f"at once (got {value!r})",
+            setting="max_threads",
+        )
+    return value
+
+
+class AgentThreads:
+    """Where agents written as plain functions run: a thread per episode in flight, made only
+    when no idle one is left, at most ``max_threads`` (an episode beyond that waits for a
+    thread to come free). Idle threads end with the pool; a copy for another process starts
+    with none."""
+
+    def __init__(self, max_threads: int = MAX_THREADS) -> None:
+        self.max_threads = check_max_threads(max_threads)
+        self._pool: ThreadPoolExecutor | None = None
+
+    async def run(self, function: Callable[..., T], *args: Any) -> T:
+        """``function(*args)`` on one of the threads (in a copy of this context, as
+        :func:`asyncio.to_thread` runs it)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.max_threads, thread_name_prefix="combee-agent")
+        call = functools.partial(contextvars.copy_context().run, function, *args)
+        return await asyncio.get_running_loop().run_in_executor(self._pool, call)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"max_threads": self.max_threads, "_pool": None}
+
+
+_shared_threads = AgentThreads()
+"""For :func:`run_agent` callers that bring no threads of their own."""
+
+
+async def run_agent(
+    agent: Agent,
+    sample: Sample,
+    playbook: str,
+    llm: AgentLLM,
+    threads: AgentThreads | None = None,
+) -> Episode:
+    """One episode: an async agent on this loop, a plain one on one of ``threads``; the agent's
+    client is the run's for this episode (:func:`~combee.tasks.episode_llm.for_episode`). A step
+    that never gave a valid action (:class:`InvalidStepError`, or a structured reply still
+    invalid after the re-ask) is logged and raised as an :class:`InvalidStepError`."""
+    llm = for_episode(llm)
     try:
         if inspect.iscoroutinefunction(agent) or inspect.iscoroutinefunction(type(agent).__call__):
             result = await agent(sample, playbook, llm)  # type: ignore[misc]
         else:
             blocking = BlockingLLM(llm, asyncio.get_running_loop())
-            result = await asyncio.to_thread(agent, sample, playbook, blocking)
+            result = await (threads or _shared_threads).run(agent, sample, playbook, blocking)
         if inspect.isawaitable(result):
             result = await result
         return check_episode(result, sample)
+    except (InvalidStepError, InvalidReplyError) as error:
+        log.warning("invalid step in the episode of sample %s: %s", sample.id, error)
+        if isinstance(error, InvalidStepError):
+            raise
+        raise InvalidStepError(f"sample {sample.id!r}: {error}") from error
     except CombeeError:
         raise  # an LLM call that failed for good, a setting: handled as such
     except Exception as error:  # the agent's own bug or its environment's: this sample only
@@ -142,7 +214,9 @@ class AgentTask:
     (``combee.train`` picks it for an :class:`AgentTask` when the method is left at ``ace``).
 
     ``playbook_text`` turns the rendered playbook into the text the agent receives (default
-    :func:`playbook_section`).
+    :func:`playbook_section`). ``max_threads``: how many episodes of an agent written as a plain
+    function may run at once (each on its own thread, made when needed); an ``async def`` agent
+    runs on the event loop and is not bounded by it.
     """
 
     name: str
@@ -151,8 +225,10 @@ class AgentTask:
     test: Sequence[Sample] = ()
     val: Sequence[Sample] = ()
     playbook_text: Callable[[str], str] = playbook_section
+    max_threads: int = MAX_THREADS
 
     def __post_init__(self) -> None:
+        check_max_threads(self.max_threads)
         if not callable(self.agent):
             raise ConfigError(
                 f"must be a function agent(sample, playbook, llm) (got {self.agent!r})",

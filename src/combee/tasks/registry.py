@@ -62,19 +62,30 @@ TASK_NAMES = ("formula", "finer", "jsonl", "rules")
 """The built-in tasks."""
 
 
-def get_task(name: str, *, data: str | None = None, scorer: str = "exact", seed: int = 0) -> Task:
+def get_task(
+    name: str,
+    *,
+    data: str | None = None,
+    scorer: str = "exact",
+    seed: int = 0,
+    agent_steps: str = "native",
+    feedback: str = "verdict",
+) -> Task:
     """The task called ``name``. Nothing is read until ``load()``.
 
     ``agentdojo:SUITE`` splits the suite's user tasks in halves by ``seed``
     (:func:`combee.tasks.agentdojo.agentdojo_task` for other splits).
     ``data`` and ``scorer`` apply to ``jsonl`` only (the built-in tasks bring their own data and
     scoring); ``seed`` drives every seeded split (FiNER's sentence-group cut, JSONL cuts).
+    ``agent_steps`` and ``feedback`` apply to ``agentdojo:`` tasks only.
     """
     if name.startswith(_AGENTDOJO_PREFIX):
         _bundled(name, data)
         suite, attack = parse_task_name(name[len(_AGENTDOJO_PREFIX) :])
         try:
-            return agentdojo_task(suite, seed=seed, attack=attack)
+            return agentdojo_task(
+                suite, seed=seed, attack=attack, steps=agent_steps, feedback=feedback
+            )
         except ConfigError as error:
             if error.setting != "suite":
                 raise

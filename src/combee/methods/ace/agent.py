@@ -19,8 +19,10 @@ from combee.llm.provenance import copied_spans
 from combee.methods.ace.playbook import Playbook
 from combee.methods.ace.traces import TraceAceMethod
 from combee.tasks.agent import (
+    MAX_THREADS,
     Agent,
     AgentLLM,
+    AgentThreads,
     Episode,
     episode_record,
     episode_score,
@@ -29,6 +31,7 @@ from combee.tasks.agent import (
     run_agent,
 )
 from combee.tasks.base import Sample, Score
+from combee.tasks.traces.transcript import render_transcript
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +41,8 @@ class AgentAceMethod(TraceAceMethod):
 
     ``episodes_file``: each training episode is appended there when its reflection is
     screened (on the driver, whichever executor ran the episode), one line of the OpenAI chat
-    trace format with its outcome (``combee learn`` reads it back).
+    trace format with its outcome (``combee learn`` reads it back). ``max_threads``: episodes of
+    a plain-function agent that may run at once (:class:`~combee.tasks.agent.AgentThreads`).
     """
 
     def __init__(
@@ -48,6 +52,7 @@ class AgentAceMethod(TraceAceMethod):
         agent: Agent,
         playbook_text: Callable[[str], str] = playbook_section,
         episodes_file: Path | None = None,
+        max_threads: int = MAX_THREADS,
         **options: Any,
     ) -> None:
         super().__init__(llm, **options)
@@ -56,10 +61,11 @@ class AgentAceMethod(TraceAceMethod):
         self.agent = agent
         self.playbook_text = playbook_text
         self.episodes_file = episodes_file
+        self.threads = AgentThreads(max_threads)
 
     async def rollout(self, context: Playbook, sample: Sample) -> Trajectory:
         text = self.playbook_text(context.render()) if len(context) else ""
-        episode = await run_agent(self.agent, sample, text, self.agent_llm)
+        episode = await run_agent(self.agent, sample, text, self.agent_llm, self.threads)
         trace = episode_trace(sample, episode)
         return Trajectory(
             sample=sample,
@@ -69,15 +75,22 @@ class AgentAceMethod(TraceAceMethod):
         )
 
     async def reflect(self, context: Playbook, trajectory: Trajectory) -> Reflection:
-        reflection = await self.reflect_on(context, trajectory.details["trace"], trajectory)
+        trace = trajectory.details["trace"]
+        reflection = await self.reflect_on(context, trace, trajectory)
         record = episode_record(trajectory.sample, trajectory.details["episode"])
+        planted = record["metadata"].get("planted")
+        if planted:
+            # What the reflector read: the transcript as cut for it, and the feedback.
+            shown = render_transcript(trace.messages, max_tokens=self.transcript_tokens).text
+            read = f"{shown}\n{trace.outcome.feedback}"
+            record["metadata"]["planted_shown"] = bool(copied_spans(read, planted))
         return dataclasses.replace(reflection, record=record)
 
     def screen(self, reflections: Sequence[Reflection]) -> tuple[list[Reflection], dict[str, int]]:
         """ACE's screen, on the driver: each episode is appended to ``episodes_file``, and what
-        an attack planted is counted (``planted_shown``: reflections on attacked episodes;
-        ``planted_in_lessons``: those among them that still repeat planted text after the
-        screen)."""
+        an attack planted is counted (``planted_shown``: reflections whose prompt showed
+        planted text, a run of words or an identifier of it; ``planted_in_lessons``: lessons on
+        attacked episodes that still repeat planted text after the screen)."""
         kept, screened = super().screen(reflections)
         kept_ids = {id(reflection) for reflection in kept}
         records = [r.record for r in reflections if r.record is not None]
@@ -88,7 +101,9 @@ class AgentAceMethod(TraceAceMethod):
             planted = planted_of(reflection)
             if not planted:
                 continue
-            self.lessons.planted_shown += 1
+            self.lessons.planted_shown += bool(
+                (reflection.record or {})["metadata"].get("planted_shown")
+            )
             if id(reflection) in kept_ids and planted_in(reflection, planted):
                 self.lessons.planted_in_lessons += 1
                 log.warning("a planted instruction reached the lesson of %s", reflection.sample_id)

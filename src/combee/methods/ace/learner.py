@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from combee.core.learner import LoopLearner
+from combee.episodes import BASELINE_TEST_EPISODES_FILE, TEST_EPISODES_FILE
 from combee.errors import ConfigError
 from combee.llm.provenance import shared_text
 from combee.llm.types import DEFAULT_MAX_TOKENS, ChatModel
@@ -15,7 +16,7 @@ from combee.methods.ace.dedup import default_near_duplicates
 from combee.methods.ace.method import AceMethod
 from combee.methods.ace.playbook import Playbook
 from combee.methods.ace.traces import TRANSCRIPT_TOKENS, TraceAceMethod
-from combee.tasks.agent import Agent, AgentLLM, playbook_section
+from combee.tasks.agent import MAX_THREADS, Agent, AgentLLM, playbook_section
 from combee.tasks.base import Sample, Score
 from combee.tasks.traces.model import Trace
 
@@ -27,7 +28,15 @@ class AceLearner(LoopLearner[Playbook]):
     """:class:`AceMethod` with its playbook's text form and size figures."""
 
     context_file = "playbook.txt"
-    files = frozenset({context_file, "playbook_last.txt", EPISODES_FILE})
+    files = frozenset(
+        {
+            context_file,
+            "playbook_last.txt",
+            EPISODES_FILE,
+            TEST_EPISODES_FILE,
+            BASELINE_TEST_EPISODES_FILE,
+        }
+    )
     """The files an ACE run writes beside the run's own."""
 
     def __init__(self, method: AceMethod, *, name: str = "ace") -> None:
@@ -164,6 +173,7 @@ def ace_agent_learner(
     *,
     agent: Agent,
     playbook_text: Callable[[str], str] = playbook_section,
+    max_threads: int = MAX_THREADS,
     token_budget: int | None = 8000,
     temperature: float = 0.0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
@@ -181,6 +191,7 @@ def ace_agent_learner(
             agent=agent,
             playbook_text=playbook_text,
             episodes_file=None if run_dir is None else Path(run_dir) / EPISODES_FILE,
+            max_threads=max_threads,
             transcript_tokens=transcript_tokens,
             token_budget=token_budget,
             temperature=temperature,

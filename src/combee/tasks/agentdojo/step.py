@@ -1,11 +1,13 @@
-"""The model step of an AgentDojo episode: one structured call through Combee's client.
+"""The JSON model step of an AgentDojo episode (``steps="json"``), for an endpoint without
+native tool calls: one structured call through Combee's client.
 
 Every LLM call of the agent goes through the run's client (counted, cached, retried and
 bounded like the run's own calls) as one structured call with the schema :data:`STEP_SCHEMA`:
 the model answers ``{"tool_calls": [{"name", "arguments"}], "answer"}``. The tools are described
 in the system prompt and tool results come back as user messages, so any endpoint with JSON
 output can play the agent; the episode itself is recorded in OpenAI chat form with real
-``tool_calls`` and ``tool`` messages (:func:`openai_messages`).
+``tool_calls`` and ``tool`` messages (:func:`.native_step.openai_messages`). The default step
+is native (:mod:`.native_step`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from combee.errors import InvalidReplyError
+from combee.errors import InvalidReplyError, InvalidStepError
 from combee.llm.types import DEFAULT_MAX_TOKENS, JsonSchema, Message
 from combee.tasks.agent import with_playbook
 from combee.tasks.agentdojo.environment import call_text, module, plain
@@ -137,11 +139,13 @@ class CombeeStep:
         *,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         temperature: float = 0.0,
+        repeat_stop: int | None = None,
     ) -> None:
         self.llm = llm
         self.playbook = playbook
         self.max_tokens = max_tokens
         self.temperature = temperature
+        self.repeat_stop = repeat_stop
         self.system = ""
         """The last system prompt sent (AgentDojo's, the tools, the reply format, the playbook)."""
         self.repeats = 0
@@ -171,16 +175,9 @@ class CombeeStep:
                 temperature=self.temperature,
                 max_tokens=self.max_tokens,
             )
-        except InvalidReplyError as error:  # this episode fails; the run goes on
-            value = {"tool_calls": [], "answer": f"(no valid step: {error})"}
+        except InvalidReplyError as error:  # this sample fails as an invalid step
+            raise InvalidStepError(f"the agent's step never parsed: {error}") from None
         made = sum(len(m.get("tool_calls") or []) for m in messages if m["role"] == "assistant")
-        wanted = [_call_key(call) for call in value.get("tool_calls") or []]
-        if wanted and _last_calls(messages, REPEATS_TO_STOP) == [wanted] * REPEATS_TO_STOP:
-            # The same calls a third time in a row, each already answered: a small model's
-            # loop. The step ends the episode with its answer instead of spending every step
-            # left (a task may need a call twice; AgentDojo's reference solutions do).
-            self.repeats += 1
-            value = {"tool_calls": [], "answer": value.get("answer", "")}
         calls = [
             runtime_module.FunctionCall(
                 function=str(call.get("name", "")),
@@ -189,6 +186,9 @@ class CombeeStep:
             )
             for n, call in enumerate(value.get("tool_calls") or [])
         ]
+        if calls and repeated_calls(messages, calls, self.repeat_stop):
+            self.repeats += 1
+            calls = []
         reply = types.ChatAssistantMessage(
             role="assistant",
             content=[types.text_content_block_from_string(str(value.get("answer", "")))],
@@ -197,66 +197,22 @@ class CombeeStep:
         return query, runtime, env, [*messages, reply], extra_args
 
 
-REPEATS_TO_STOP = 2
-"""A step that asks for the same calls as each of the previous this many steps ends the
-episode."""
+def repeated_calls(
+    messages: Sequence[Mapping[str, Any]], calls: Sequence[Any], repeat_stop: int | None
+) -> bool:
+    """Whether ``calls`` (AgentDojo function calls) repeat the calls of each of the latest
+    ``repeat_stop`` steps, each already answered: a small model's loop, which the step ends
+    with its text instead of spending every step left (None: never; AgentDojo's own loop runs
+    to its step limit)."""
+    if not repeat_stop:
+        return False
+    wanted = [_call_key(call) for call in calls]
+    found: list[list[str]] = []
+    for message in reversed(messages):
+        if message["role"] == "assistant" and len(found) < repeat_stop:
+            found.append([_call_key(c) for c in message.get("tool_calls") or []])
+    return found == [wanted] * repeat_stop
 
 
 def _call_key(call: Any) -> str:
-    if not isinstance(call, Mapping):
-        return json.dumps(call, sort_keys=True, default=str)
-    arguments = call.get("arguments") or {}
-    return json.dumps([str(call.get("name", "")), arguments], sort_keys=True, default=str)
-
-
-def _last_calls(messages: Sequence[Mapping[str, Any]], steps: int) -> list[list[str]]:
-    """The calls of the latest ``steps`` assistant steps (as :func:`_call_key` writes them)."""
-    found: list[list[str]] = []
-    for message in reversed(messages):
-        if message["role"] == "assistant" and len(found) < steps:
-            found.append(
-                [
-                    _call_key({"name": c.function, "arguments": plain(dict(c.args))})
-                    for c in message.get("tool_calls") or []
-                ]
-            )
-    return found
-
-
-def openai_messages(system: str, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """AgentDojo's conversation in OpenAI chat form (the system message as it was sent)."""
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        role = message["role"]
-        if role == "system":
-            out.append({"role": "system", "content": system or text_of(message["content"])})
-        elif role == "user":
-            out.append({"role": "user", "content": text_of(message["content"])})
-        elif role == "assistant":
-            entry: dict[str, Any] = {"role": "assistant", "content": text_of(message["content"])}
-            calls = message.get("tool_calls") or []
-            if calls:
-                entry["content"] = entry["content"] or None
-                entry["tool_calls"] = [
-                    {
-                        "id": call.id or f"call_{n}",
-                        "type": "function",
-                        "function": {
-                            "name": call.function,
-                            "arguments": json.dumps(plain(dict(call.args))),
-                        },
-                    }
-                    for n, call in enumerate(calls)
-                ]
-            out.append(entry)
-        elif role == "tool":
-            error = message.get("error")
-            out.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": message.get("tool_call_id") or "",
-                    "name": message["tool_call"].function,
-                    "content": f"error: {error}" if error else text_of(message["content"]),
-                }
-            )
-    return out
+    return json.dumps([call.function, plain(dict(call.args))], sort_keys=True, default=str)

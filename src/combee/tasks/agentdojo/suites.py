@@ -131,12 +131,15 @@ def agentdojo_task(
     max_steps: int = 15,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     temperature: float = 0.0,
+    steps: str = "native",
+    feedback: str = "verdict",
 ) -> AgentTask:
     """The user tasks of AgentDojo's ``suite`` (or every suite: ``"all"``) as an
     :class:`AgentTask`, split at random by ``seed`` within each suite: ``train`` and ``test``
     tasks per suite (default: half each; one given, the rest is the other). Under ``attack``
     (one of AgentDojo's attacks), tool outputs carry the attack's planted instructions. The
-    agent is :class:`AgentDojoAgent`."""
+    agent is :class:`AgentDojoAgent` with ``steps`` (``native`` tool calls or ``json``) and
+    ``feedback`` (``verdict`` or ``reference``)."""
     for name, value in (("train", train), ("test", test)):
         if value is not None and value < 0:
             raise ConfigError(f"must be at least 0 (got {value})", setting=name)
@@ -155,5 +158,7 @@ def agentdojo_task(
         max_steps=max_steps,
         max_tokens=max_tokens,
         temperature=temperature,
+        steps=steps,
+        feedback=feedback,
     )
     return AgentTask(name=task_name(suite, attack), agent=agent, train=train_part, test=test_part)
