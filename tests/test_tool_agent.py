@@ -232,3 +232,39 @@ def test_tool_calls_are_cached_and_replayed_as_they_came(tmp_path: Path) -> None
     assert json.loads(first.tool_calls[0]["function"]["arguments"]) == {"city": "Oslo"}
     assert again.cached and again.tool_calls == first.tool_calls
     assert not other.cached and sent == 2  # other tools, another request
+
+
+def plain_weather_agent(sample: Sample, playbook: str, llm: Any) -> Episode:
+    """The same loop written as a plain function with the SDK's synchronous call shape."""
+    messages: list[Any] = [
+        {"role": "system", "content": with_playbook(SYSTEM, playbook)},
+        {"role": "user", "content": sample.question},
+    ]
+    reply = llm.chat.completions.create(model="any", messages=messages, tools=TOOLS)
+    while reply.choices[0].message.tool_calls:
+        message = reply.choices[0].message
+        messages.append(message)
+        for call in message.tool_calls:
+            city = json.loads(call.function.arguments)["city"]
+            messages.append(
+                {"role": "tool", "tool_call_id": call.id, "content": f"{TEMPERATURES[city]} C"}
+            )
+        reply = llm.chat.completions.create(model="any", messages=messages, tools=TOOLS)
+    answer = reply.choices[0].message.content or ""
+    messages.append(reply.choices[0].message)
+    return Episode(
+        messages=as_dicts(messages), success=str(TEMPERATURES[sample.meta["city"]]) in answer
+    )
+
+
+def test_a_plain_function_agent_uses_the_sdk_call_shape(tmp_path: Path) -> None:
+    with serve_in_thread(weather_model) as server:
+        llm = connect("sim", base_url=server.base_url)
+        try:
+            task = weather_task(WeatherAgent(sdk_shape=True))
+            task.agent = plain_weather_agent
+            result = combee.train(task, batch_size=3, llm=llm, run_dir=tmp_path / "r")
+        finally:
+            asyncio.run(llm.aclose())
+        steps = [r for r in server.records if r.body.get("tools")]
+    assert result.summary["test_success_rate"] == 1.0 and len(steps) == 8

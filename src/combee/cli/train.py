@@ -22,11 +22,6 @@ from combee.runs.tracking import MlflowTracker
 from combee.settings import SETTINGS
 from combee.tasks.registry import with_attack
 
-AGENTDOJO_REDACTION_NOTE = (
-    "note: AgentDojo's tasks hold e-mail addresses and passwords as data; with redaction on "
-    "(the default) some tasks cannot pass their check. --no-redact sends them unchanged."
-)
-
 
 @app.command("train")
 @with_setting_options(SETTINGS)
@@ -89,8 +84,6 @@ def train_command(
     async def train() -> TrainResult:
         the_task = with_attack(task, attack)
         check_run_dir(out, overwrite=overwrite)  # before the cache is made inside it
-        if settings["redact"] and the_task.startswith("agentdojo:"):
-            err.print(AGENTDOJO_REDACTION_NOTE)
         cache_path = None if no_cache else (cache or out / CACHE_FILE)
         llm = opt.endpoint_of(settings, cache=cache_path, seed=settings["seed"])
         tracked = opt.trackers(track, out, tracking_uri, experiment)

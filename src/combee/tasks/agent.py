@@ -25,7 +25,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from combee.errors import (
     CombeeError,
@@ -39,6 +39,9 @@ from combee.tasks.base import Sample, Score, Splits
 from combee.tasks.episode_llm import for_episode
 from combee.tasks.traces.chat import MessageError, chat_messages
 from combee.tasks.traces.model import Outcome, Trace
+
+if TYPE_CHECKING:
+    from combee.llm.openai_compat import Chat
 
 T = TypeVar("T")
 
@@ -124,6 +127,13 @@ class BlockingLLM:
     ) -> tuple[dict[str, Any], Completion]:
         call = self._llm.complete_json(messages, **options)
         return asyncio.run_coroutine_threadsafe(call, self._loop).result()
+
+    @property
+    def chat(self) -> Chat:
+        """The OpenAI SDK's call shape: ``llm.chat.completions.create(messages=...)``."""
+        from combee.llm.openai_compat import Chat  # the openai SDK, when an agent asks
+
+        return Chat(self.complete)
 
 
 def check_max_threads(value: Any) -> int:
