@@ -94,8 +94,8 @@ class SampleError(CombeeError):
 
 class InvalidStepError(SampleError):
     """An agent's step never gave a valid action (a reply that still does not match its schema
-    after the re-ask, tool-call arguments that are not a JSON object, a call to a tool that does
-    not exist): the episode is that sample's failure, counted as an invalid step
+    after the re-ask, tool-call arguments that are not a JSON object): the episode is that
+    sample's failure, counted as an invalid step
     (``invalid_steps``), never reflected on as a genuine episode."""
 
     kind = "invalid_step"

@@ -5,24 +5,72 @@ messages=..., tools=...)``, then ``reply.choices[0].message.tool_calls``, and th
 appended to the conversation as it came) runs unchanged with the client Combee hands it: the
 reply is the SDK's own ``ChatCompletion``, and the SDK's message objects are accepted back as
 messages. Every call is still Combee's (counted, cached, retried, bounded, redacted).
+
+An agent written with the OpenAI Agents SDK (``openai-agents``) takes :func:`async_openai` as
+its model's client: ``OpenAIChatCompletionsModel(model="any", openai_client=async_openai(llm))``.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import openai
 from openai.types.chat import ChatCompletion
 
 from combee.llm.messages import MessageError
-from combee.llm.types import DEFAULT_MAX_TOKENS, Completion
+from combee.llm.types import DEFAULT_MAX_TOKENS, Completion, JsonSchema
 
 Complete = Callable[..., Awaitable[Completion]]
 
-_IGNORED = frozenset({"model", "user", "metadata", "store", "parallel_tool_calls", "timeout"})
+_IGNORED = frozenset(
+    {
+        "model",
+        "user",
+        "metadata",
+        "store",
+        "timeout",
+        "extra_headers",
+        "stream_options",
+        "prompt_cache_key",
+        "prompt_cache_retention",
+        "prompt_cache_options",
+    }
+)
 """Arguments that do not change the reply Combee asks for (the model is the run's)."""
+
+_DEFAULTS: Mapping[str, object] = {
+    "stream": False,
+    "n": 1,
+    "parallel_tool_calls": True,
+    "top_p": 1,
+    "frequency_penalty": 0,
+    "presence_penalty": 0,
+    "logprobs": False,
+    "extra_query": {},
+    "extra_body": {},
+}
+"""Arguments Combee does not carry, accepted at the value that leaves the reply as it is."""
+
+_CARRIED = (
+    "messages",
+    "tools",
+    "tool_choice",
+    "temperature",
+    "max_tokens",
+    "max_completion_tokens",
+    "seed",
+    "response_format",
+)
+
+_KNOWN = _IGNORED | _DEFAULTS.keys() | set(_CARRIED)
+
+
+def given(value: object) -> bool:
+    """Whether a keyword argument counts as given: None and the SDK's sentinels
+    (``openai.NOT_GIVEN``, ``openai.omit``) do not."""
+    return value is not None and not isinstance(value, openai.NotGiven | openai.Omit)
 
 
 def plain_messages(messages: Sequence[Any]) -> list[Mapping[str, Any]]:
@@ -61,41 +109,63 @@ def chat_completion(completion: Completion) -> ChatCompletion:
 
 
 def call_options(role: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    """``create``'s keyword arguments as :meth:`combee.llm.LLM.complete` takes them; one that
-    would change the reply and that Combee does not carry is refused."""
-    unknown = sorted(k for k, v in options.items() if k not in _KNOWN and v is not None)
-    if unknown:
+    """``create``'s keyword arguments as :meth:`combee.llm.LLM.complete` takes them.
+
+    None and the SDK's sentinels count as not given; an argument that does not change the
+    reply (``extra_headers``, ``store``, ``metadata``, ...) is accepted and dropped; one that
+    would change it and that Combee does not carry (``stream=True``, ``n=2``, ``top_p=0.5``,
+    ``reasoning_effort``, ...) is refused with one :class:`MessageError` naming it.
+    ``response_format`` of type ``json_schema`` becomes ``json_schema=JsonSchema(...)``."""
+    options = {k: v for k, v in options.items() if given(v)}
+    refused = sorted(
+        [k for k in options if k not in _KNOWN]
+        + [
+            k if isinstance(v, Mapping) else f"{k}={v!r}"
+            for k, v in options.items()
+            if k in _DEFAULTS and v != _DEFAULTS[k]
+        ]
+    )
+    if refused:
+        defaults = ", ".join(f"{k}={v!r}" for k, v in _DEFAULTS.items())
         raise MessageError(
-            f"chat.completions.create: {', '.join(unknown)} not carried by Combee's client "
-            f"(it takes {', '.join(sorted(_KNOWN - _IGNORED))})"
+            f"chat.completions.create: {', '.join(refused)} not carried by Combee's client; "
+            f"leave {'it' if len(refused) == 1 else 'them'} out (it takes "
+            f"{', '.join(_CARRIED)}, and only {defaults})"
         )
-    if options.get("stream"):
-        raise MessageError("chat.completions.create: stream=True is not carried; leave it out")
-    if options.get("n", 1) != 1:
-        raise MessageError("chat.completions.create: n must be 1")
     limit = options.get("max_completion_tokens") or options.get("max_tokens")
     out: dict[str, Any] = {
         "role": role,
-        "temperature": 0.0 if options.get("temperature") is None else options["temperature"],
+        "temperature": options.get("temperature", 0.0),
         "max_tokens": limit or DEFAULT_MAX_TOKENS,
     }
     for name in ("tools", "tool_choice", "seed"):
-        if options.get(name) is not None:
+        if name in options:
             out[name] = options[name]
+    if "response_format" in options:
+        schema = json_schema(options["response_format"])
+        if schema is not None:
+            out["json_schema"] = schema
     return out
 
 
-_KNOWN = _IGNORED | {
-    "messages",
-    "tools",
-    "tool_choice",
-    "temperature",
-    "max_tokens",
-    "max_completion_tokens",
-    "seed",
-    "stream",
-    "n",
-}
+def json_schema(response_format: Any) -> JsonSchema | None:
+    """``response_format`` as Combee's :class:`JsonSchema` (None for ``{"type": "text"}``);
+    any other kind (``json_object``, ...) is refused."""
+    kind = response_format.get("type") if isinstance(response_format, Mapping) else None
+    if kind == "text":
+        return None
+    spec = response_format.get("json_schema") if kind == "json_schema" else None
+    if (
+        isinstance(spec, Mapping)
+        and isinstance(spec.get("name"), str)
+        and isinstance(spec.get("schema"), Mapping)
+    ):
+        return JsonSchema(name=spec["name"], schema=spec["schema"])
+    raise MessageError(
+        f"chat.completions.create: response_format {response_format!r} not carried by "
+        "Combee's client; give {'type': 'json_schema', 'json_schema': {'name': str, "
+        "'schema': <JSON schema>}} or leave it out"
+    )
 
 
 class AsyncCompletions:
@@ -117,6 +187,31 @@ class AsyncChat:
 
     def __init__(self, complete: Complete, role: str = "agent") -> None:
         self.completions = AsyncCompletions(complete, role)
+
+
+class HasAsyncChat(Protocol):
+    """A client with the SDK's async call shape, such as the ``llm`` an agent receives."""
+
+    @property
+    def chat(self) -> AsyncChat: ...
+
+
+class OpenAIClient:
+    """What the OpenAI Agents SDK's ``OpenAIChatCompletionsModel`` uses of the SDK's
+    ``AsyncOpenAI``: ``chat.completions.create`` and ``base_url``."""
+
+    base_url = "combee://llm"
+    """Not an OpenAI address, so the Agents SDK adds no OpenAI-only defaults (``store``)."""
+
+    def __init__(self, chat: AsyncChat) -> None:
+        self.chat = chat
+
+
+def async_openai(llm: HasAsyncChat) -> OpenAIClient:
+    """``llm`` (the client an agent receives) as the ``openai_client`` of the OpenAI Agents
+    SDK: ``OpenAIChatCompletionsModel(model="any", openai_client=async_openai(llm))``. Each
+    of the agent's model calls is one of Combee's (role ``agent``)."""
+    return OpenAIClient(llm.chat)
 
 
 class Completions:
