@@ -24,9 +24,9 @@ from combee.llm.messages import MessageError  # noqa: E402
 from combee.llm.openai_compat import AsyncChat, async_openai, call_options  # noqa: E402
 from combee.llm.types import Completion, JsonSchema  # noqa: E402
 from combee.sim import serve_in_thread  # noqa: E402
-from combee.tasks.agent import AgentTask, Episode, with_playbook  # noqa: E402
+from combee.tasks.agent import Episode, with_playbook  # noqa: E402
 from combee.tasks.base import Sample  # noqa: E402
-from tests.test_tool_agent import TEMPERATURES, weather_model  # noqa: E402
+from tests.test_tool_agent import TEMPERATURES, weather_model, weather_task  # noqa: E402
 
 SYSTEM = "You are a weather assistant. Use the tools to answer."
 
@@ -65,24 +65,13 @@ async def weather_agent(sample: Sample, playbook: str, llm: Any) -> Episode:
     )
 
 
-def weather_task() -> AgentTask:
-    samples = [
-        Sample(
-            id=f"w{n}",
-            question=f"What is the temperature in {city}?",
-            answer="",
-            meta={"city": city},
-        )
-        for n, city in enumerate(TEMPERATURES)
-    ]
-    return AgentTask("weather", agent=weather_agent, train=samples[:3], test=samples[3:])
-
-
 def test_an_agents_sdk_agent_trains_with_the_llm_combee_hands_it(tmp_path: Path) -> None:
     with serve_in_thread(weather_model) as server:
         llm = connect("sim", base_url=server.base_url)
         try:
-            result = combee.train(weather_task(), batch_size=3, llm=llm, run_dir=tmp_path / "r")
+            result = combee.train(
+                weather_task(weather_agent), batch_size=3, llm=llm, run_dir=tmp_path / "r"
+            )
         finally:
             asyncio.run(llm.aclose())
         steps = [r.body for r in server.records if r.body.get("tools")]

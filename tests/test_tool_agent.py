@@ -109,7 +109,7 @@ def weather_model(body: Mapping[str, Any]) -> str | Reply:
     return Reply(None, [{"name": "get_weather", "arguments": {"city": city}}])
 
 
-def weather_task(agent: WeatherAgent) -> AgentTask:
+def weather_task(agent: Any) -> AgentTask:
     samples = [
         Sample(
             id=f"w{n}",

@@ -91,6 +91,9 @@ class SampleError(CombeeError):
     """One sample could not be run (an agent that raised or returned no episode); the run
     records it as that sample's failure and goes on."""
 
+    kind: str | None = None
+    """The failure's kind as the run records it (``SampleFailure.kind``); None: unclassified."""
+
 
 class InvalidStepError(SampleError):
     """An agent's step never gave a valid action (a reply that still does not match its schema
@@ -99,4 +102,3 @@ class InvalidStepError(SampleError):
     (``invalid_steps``), never reflected on as a genuine episode."""
 
     kind = "invalid_step"
-    """The failure's kind as the run records it (``SampleFailure.kind``)."""

@@ -91,9 +91,7 @@ async def map_sample(
         return MapOutcome(
             sample,
             trajectory,
-            failure=SampleFailure(
-                sample.id, stage, str(error), empty, kind=getattr(error, "kind", None)
-            ),
+            failure=SampleFailure(sample.id, stage, str(error), empty, kind=error.kind),
         )
 
 

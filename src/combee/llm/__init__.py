@@ -4,7 +4,9 @@ from combee.llm.accounting import CallRecord, Prices
 from combee.llm.cache import ResponseCache
 from combee.llm.client import LLM
 from combee.llm.connect import Endpoint, connect
+from combee.llm.messages import MessageError
 from combee.llm.openai_backend import OpenAIBackend
+from combee.llm.placeholders import Placeholders
 from combee.llm.structured import parse_json_reply
 from combee.llm.types import Backend, Completion, JsonMode, JsonSchema, Message, Request, RoleUsage
 
@@ -17,7 +19,9 @@ __all__ = [
     "JsonMode",
     "JsonSchema",
     "Message",
+    "MessageError",
     "OpenAIBackend",
+    "Placeholders",
     "Prices",
     "Request",
     "ResponseCache",

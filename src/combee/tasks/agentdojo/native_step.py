@@ -13,10 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from combee.errors import InvalidStepError
-from combee.llm.types import DEFAULT_MAX_TOKENS
 from combee.tasks.agent import with_playbook
 from combee.tasks.agentdojo.environment import module, plain
-from combee.tasks.agentdojo.step import repeated_calls, text_of
+from combee.tasks.agentdojo.step import ModelStep, repeated_calls, text_of
 
 
 def openai_tools(functions: Sequence[Any]) -> list[dict[str, Any]]:
@@ -75,30 +74,12 @@ def openai_messages(system: str, messages: Sequence[Mapping[str, Any]]) -> list[
     return [chat_message(message, system or text_of(message["content"])) for message in messages]
 
 
-class NativeStep:
-    """An AgentDojo pipeline element (the LLM step): one call with the suite's tools per step.
-    ``llm`` is the blocking client a plain agent receives."""
+class NativeStep(ModelStep):
+    """An AgentDojo pipeline element (the LLM step): one call with the suite's tools per step."""
 
     name = "combee-tools"
 
-    def __init__(
-        self,
-        llm: Any,
-        playbook: str,
-        *,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-        temperature: float = 0.0,
-        repeat_stop: int | None = None,
-    ) -> None:
-        self.llm = llm
-        self.playbook = playbook
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.repeat_stop = repeat_stop
-        self.system = ""
-        """The system prompt sent (AgentDojo's, with the playbook)."""
-        self.repeats = 0
-        self._tools: list[dict[str, Any]] | None = None
+    _tools: list[dict[str, Any]] | None = None
 
     def query(
         self,

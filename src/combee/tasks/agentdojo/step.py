@@ -126,11 +126,9 @@ def llm_messages(system: str, messages: Sequence[Mapping[str, Any]]) -> list[Mes
     return list(out)
 
 
-class CombeeStep:
-    """An AgentDojo pipeline element (the LLM step): one structured call through Combee's
-    client per step. ``llm`` is the blocking client a plain agent receives."""
-
-    name = "combee"
+class ModelStep:
+    """What both model steps hold: the blocking client a plain agent receives (``llm``), the
+    playbook, the call's settings, and the repeat-stop with its count."""
 
     def __init__(
         self,
@@ -147,9 +145,16 @@ class CombeeStep:
         self.temperature = temperature
         self.repeat_stop = repeat_stop
         self.system = ""
-        """The last system prompt sent (AgentDojo's, the tools, the reply format, the playbook)."""
+        """The last system prompt sent (with the playbook)."""
         self.repeats = 0
-        """Steps that repeated the previous step's calls (each ended its episode)."""
+        """Steps that repeated the previous steps' calls (each ended its episode)."""
+
+
+class CombeeStep(ModelStep):
+    """An AgentDojo pipeline element (the LLM step): one structured call through Combee's
+    client per step, the tools described in the system prompt."""
+
+    name = "combee"
 
     def query(
         self,
