@@ -83,6 +83,11 @@ def test_server_process_applies_its_flags() -> None:
         )
         assert reply.status_code == 429
         assert reply.headers["retry-after"] == "0.25"
+        httpx.get(f"{server.base_url}/models")  # not a chat request: not logged
+        # The server's own log holds the chat request it answered, once.
+        [(arrived, finished)] = server.request_intervals()
+        assert arrived <= finished
+        assert "--log" not in server.command  # the reproducible command leaves it out
         cpu = server.cpu_seconds()
         assert cpu is None or cpu >= 0
 
@@ -138,6 +143,7 @@ def test_a_tiny_benchmark_end_to_end(tmp_path: Path, monkeypatch: pytest.MonkeyP
         assert result["valid_reflections"] == 6
         assert result["reflections_in_a_curate"] == 6
         assert 0.0 <= result["idle_fraction"] <= 1.0
+        assert 0.0 <= result["server_idle_fraction"] <= 1.0
         assert result["cpu_ms_per_call"] > 0 and result["peak_rss_mb"] > 0
         assert result["failed_samples"] == 0
     profile = results["combee:auto@lean"]["batch_profile"]
@@ -186,3 +192,12 @@ def test_auto_is_compared_with_the_fixed_run_at_its_choice() -> None:
     assert auto["chosen_fixed_seconds"] == 6.0
     assert auto["best_fixed"] == {"batch_size": 128, "seconds": 5.0}
     assert auto["chosen_vs_best_fixed"] == 1.2
+
+
+def test_the_request_log_skips_a_line_cut_short(tmp_path: Path) -> None:
+    from combee.sim.request_log import read_request_log
+
+    log = tmp_path / "requests.jsonl"
+    assert read_request_log(log) == []  # no request yet
+    log.write_text('{"arrived": 1.5, "finished": 2.0, "status": 200}\n{"arrived": 2.1, "fin')
+    assert read_request_log(log) == [(1.5, 2.0)]

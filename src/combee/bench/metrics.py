@@ -1,4 +1,4 @@
-"""Measures computed from the client's own call timeline."""
+"""Measures computed from a timeline of calls (the client's records, or the server's log)."""
 
 from __future__ import annotations
 
@@ -28,8 +28,9 @@ def busy_seconds(intervals: Iterable[tuple[float, float]], start: float, end: fl
 def idle_fraction(intervals: Iterable[tuple[float, float]], start: float, end: float) -> float:
     """The share of ``[start, end]`` during which no request was in flight.
 
-    ``intervals`` are the calls' ``(sent, end)`` times: from the first attempt leaving the client
-    to the reply being handed back, retries and their backoff included.
+    ``intervals`` are the calls' ``(start, end)`` times: seen by the client, from the first attempt
+    leaving it to the reply being handed back (retries and their backoff included); seen by the
+    server, from a request's arrival to its reply.
     """
     span = end - start
     if span <= 0:

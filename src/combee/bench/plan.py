@@ -85,6 +85,10 @@ class BenchPlan:
     dedup: bool | None = None
     """Near-duplicate folding as ``combee train --dedup`` takes it (None: the default, on when
     the ``embed`` extra is installed)."""
+    redact: bool = True
+    """Secrets redacted in every prompt and reply, as ``combee train`` does by default."""
+    screen: bool = True
+    """Lessons screened for planted text and copies of the data, as ``combee train`` does."""
     title: str = "combee bench"
 
 

@@ -42,6 +42,13 @@ def _retries(result: Mapping[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in kinds.items()) or "-"
 
 
+def _idle(result: Mapping[str, Any]) -> str:
+    """The endpoint's idle share from the server's log, then from the client's records."""
+    server = result.get("server_idle_fraction")
+    client = f"{100 * result['idle_fraction']:.1f}"
+    return client if server is None else f"{100 * server:.1f}/{client}"
+
+
 def table(report: Mapping[str, Any]) -> Table:
     grid = Table(title=f"{report['title']} (server: {report['server_command']})")
     for column in (
@@ -53,7 +60,7 @@ def table(report: Mapping[str, Any]) -> Table:
         "tokens p/c",
         "CPU ms/call",
         "peak MB",
-        "idle %",
+        "idle % srv/cli",
         "retries",
         "failed",
         "load",
@@ -73,7 +80,7 @@ def table(report: Mapping[str, Any]) -> Table:
             _tokens(result),
             "-" if cpu is None else f"{cpu:.2f}",
             f"{result['peak_rss_mb']:.0f}",
-            f"{100 * result['idle_fraction']:.1f}",
+            _idle(result),
             _retries(result),
             str(result["failed_samples"]),
             ",".join(f"{x:g}" for x in result.get("load_before", [])[:1]),

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from combee.bench.metrics import idle_fraction
 from combee.bench.plan import BenchConfig, BenchPlan
 from combee.bench.server_process import SimServerProcess
 from combee.bench.worker import RunSpec, run_in_process
@@ -61,6 +62,8 @@ def _spec(plan: BenchPlan, config: BenchConfig, base_url: str) -> RunSpec:
         tau=plan.tau,
         max_batch_size=config.max_batch_size or plan.max_batch_size,
         dedup=plan.dedup,
+        redact=plan.redact,
+        screen=plan.screen,
     )
 
 
@@ -88,6 +91,9 @@ def run_plan(
             result["load_after"] = _load()
             if cpu_before is not None and cpu_after is not None:
                 result["server_cpu_s"] = round(cpu_after - cpu_before, 3)
+            start, end = result["train_span_wall"]
+            held = server.request_intervals()
+            result["server_idle_fraction"] = round(idle_fraction(held, start, end), 4)
             results.append(result)
             if on_result is not None:
                 on_result(result)
@@ -111,6 +117,8 @@ def run_plan(
         },
         "extras": installed_extras(),
         "dedup": plan.dedup,
+        "redact": plan.redact,
+        "screen": plan.screen,
         "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
         "seconds": round(time.time() - started, 1),
         "results": results,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -10,10 +11,12 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 from types import TracebackType
 
 from combee.errors import ConfigError
 from combee.sim.config import SimConfig
+from combee.sim.request_log import read_request_log
 
 _FLAGS = {
     "seed": "--seed",
@@ -58,6 +61,9 @@ class SimServerProcess:
         self.config = config
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._folder = Path(tempfile.mkdtemp(prefix="combee-sim-"))
+        self.request_log = self._folder / "requests.jsonl"
+        """The server's own log of when it held each request (see :mod:`combee.sim.request_log`)."""
         self.argv = [
             sys.executable,
             "-m",
@@ -67,6 +73,8 @@ class SimServerProcess:
             str(self.port),
             "--script",
             script,
+            "--log",
+            str(self.request_log),
             *sim_server_flags(config),
         ]
         self._process: subprocess.Popen[bytes] | None = None
@@ -75,7 +83,14 @@ class SimServerProcess:
     @property
     def command(self) -> str:
         """The equivalent shell command, for reports."""
-        return " ".join(["combee", *self.argv[3:]])
+        argv = self.argv[3:]
+        at = argv.index("--log")
+        return " ".join(["combee", *argv[:at], *argv[at + 2 :]])
+
+    def request_intervals(self) -> list[tuple[float, float]]:
+        """When the server held each chat request so far: ``(arrived, finished)`` wall-clock
+        seconds, from its own log."""
+        return read_request_log(self.request_log)
 
     def start(self, timeout_s: float = 60.0) -> None:
         # A file, not a pipe: a server that logs much must never block on a full pipe.
@@ -118,6 +133,7 @@ class SimServerProcess:
             process.kill()
             process.wait()
         self._log.close()
+        shutil.rmtree(self._folder, ignore_errors=True)
 
     def __enter__(self) -> SimServerProcess:
         self.start()

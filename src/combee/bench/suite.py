@@ -32,6 +32,8 @@ class BenchOptions:
     max_batch_size: int
     dedup: bool | None
     """Near-duplicate folding (None: on when the ``embed`` extra is installed)."""
+    redact: bool
+    screen: bool
     server: dict[str, Any]
     """SimConfig fields given on the command line (None: the preset's or the default)."""
     out: Path
@@ -65,6 +67,8 @@ def _plan(options: BenchOptions, preset_name: str | None) -> BenchPlan:
         tau=options.tau,
         max_batch_size=options.max_batch_size,
         dedup=options.dedup,
+        redact=options.redact,
+        screen=options.screen,
         title=f"combee bench {preset_name or 'custom'}: "
         + (preset.description if preset else f"Formula {options.train_limit}"),
         **extra,
@@ -84,13 +88,16 @@ def run_bench(options: BenchOptions, console: Console) -> list[dict[str, Any]]:
     reports: list[dict[str, Any]] = []
     for name, plan in plans:
         console.print(f"[bold]{plan.title}[/]: {len(plan.configs)} configurations", highlight=False)
-        console.print(describe_setup(plan.dedup), highlight=False)
+        console.print(
+            describe_setup(plan.dedup, redact=plan.redact, screen=plan.screen), highlight=False
+        )
 
         def progress(result: dict[str, Any]) -> None:
             console.print(
                 f"  {result['name']}: {result['train_seconds']:.2f} s, "
                 f"{result['llm_calls']} calls, {result['cpu_ms_per_call']} ms CPU/call, "
-                f"idle {100 * result['idle_fraction']:.1f}%",
+                f"idle {100 * result['server_idle_fraction']:.1f}% at the server "
+                f"({100 * result['idle_fraction']:.1f}% from the client's records)",
                 highlight=False,
             )
 
@@ -116,12 +123,13 @@ def run_bench(options: BenchOptions, console: Console) -> list[dict[str, Any]]:
     return reports
 
 
-def describe_setup(dedup: bool | None) -> str:
-    """One line: the extras installed and whether near-duplicate folding runs."""
+def describe_setup(dedup: bool | None, *, redact: bool = True, screen: bool = True) -> str:
+    """One line: the extras installed, whether near-duplicate folding runs, and the guards."""
     extras = installed_extras()
     have = ", ".join(name for name, present in extras.items() if present) or "none"
     if dedup is None:
         folding = "on (embed installed)" if extras["embed"] else "off (embed not installed)"
     else:
         folding = "on" if dedup else "off"
-    return f"extras installed: {have}; near-duplicate folding: {folding}"
+    guards = f"redaction {'on' if redact else 'off'}, lesson screen {'on' if screen else 'off'}"
+    return f"extras installed: {have}; near-duplicate folding: {folding}; {guards}"

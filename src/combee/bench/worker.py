@@ -48,6 +48,8 @@ class RunSpec:
     """Room for the scripted curator's and merger's long replies: a truncated reply is a failure."""
     dedup: bool | None = None
     """Near-duplicate folding (None: the default users get, on when ``embed`` is installed)."""
+    redact: bool = True
+    screen: bool = True
 
 
 class _CountingMethod:
@@ -114,6 +116,7 @@ async def _run(spec: RunSpec) -> dict[str, Any]:
         max_retries=spec.max_retries,
         cache=None,  # a cache would fake speed
         seed=spec.seed,
+        redact=spec.redact,
     )
     try:
         await llm.preflight()
@@ -121,7 +124,7 @@ async def _run(spec: RunSpec) -> dict[str, Any]:
         method = _CountingMethod(
             AceMethod(
                 llm, task.score, token_budget=spec.token_budget, max_tokens=spec.max_tokens,
-                near_duplicates=near,
+                near_duplicates=near, screen=spec.screen,
             )
         )  # fmt: skip
         auto: AutoBatchSize | None = None
@@ -134,6 +137,7 @@ async def _run(spec: RunSpec) -> dict[str, Any]:
         iterations = _Iterations()
         gc.collect()
         cpu_before = time.process_time()
+        started_wall = time.time()
         started = time.perf_counter()
         result = await train_async(
             task,
@@ -153,6 +157,7 @@ async def _run(spec: RunSpec) -> dict[str, Any]:
             preflight=False,
         )
         ended = time.perf_counter()
+        ended_wall = time.time()
         cpu = time.process_time() - cpu_before
     finally:
         await llm.aclose()
@@ -170,6 +175,7 @@ async def _run(spec: RunSpec) -> dict[str, Any]:
     return {
         "spec": asdict(spec),
         "train_seconds": round(ended - started, 4),
+        "train_span_wall": [started_wall, ended_wall],
         "epoch_seconds": epoch_times,
         "iterations": result.summary["iterations"],
         "batch_sizes": [r["batch_size"] for r in iterations.rows],

@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from combee.bench.suite import BenchOptions, run_bench
 from combee.cli.app import app, fail
 from combee.cli.flags import cli_message
 from combee.core.controller import DEFAULT_MAX_BATCH_SIZE, DEFAULT_TAU
@@ -46,6 +45,18 @@ def bench_command(
             help="Near-duplicate folding (default: as combee train, on when embed is installed).",
         ),
     ] = None,
+    redact: Annotated[
+        bool,
+        typer.Option(
+            "--redact/--no-redact", help="Redact secrets in prompts and replies (as combee train)."
+        ),
+    ] = True,
+    screen: Annotated[
+        bool,
+        typer.Option(
+            "--screen/--no-screen", help="Screen lessons for planted text (as combee train)."
+        ),
+    ] = True,
     ttft: Annotated[float | None, typer.Option(help="Server: seconds to first token.")] = None,
     decode_tps: Annotated[float | None, typer.Option(help="Server: decode tokens/s.")] = None,
     prompt_tps: Annotated[float | None, typer.Option(help="Server: prompt tokens/s.")] = None,
@@ -66,6 +77,8 @@ def bench_command(
     `combee sim-server` in its own process and reports wall time, speedup, calls, client CPU,
     idle fraction and retries. Needs the sim extra: pip install 'combee[sim]'.
     """
+    from combee.bench.suite import BenchOptions, run_bench
+
     options = BenchOptions(
         preset=preset,
         configs=configs,
@@ -79,6 +92,8 @@ def bench_command(
         tau=tau,
         max_batch_size=max_batch_size,
         dedup=dedup,
+        redact=redact,
+        screen=screen,
         server={
             "ttft_s": ttft,
             "decode_tokens_per_s": decode_tps,

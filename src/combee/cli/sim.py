@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -48,6 +49,12 @@ def sim_server_command(
     rate_bad_body: Annotated[
         float, typer.Option(help="Share of calls answered 200 with truncated or non-JSON body.")
     ] = 0.0,
+    log: Annotated[
+        Path | None,
+        typer.Option(
+            help="Append one JSON line per chat request (arrived, finished, status) to this file."
+        ),
+    ] = None,
 ) -> None:
     """Serve a scripted model over the OpenAI chat-completions API.
 
@@ -97,4 +104,4 @@ def sim_server_command(
     except CombeeError as error:
         raise fail(cli_message(error)) from None
     err.print(f"combee sim-server ({script}) on http://{host}:{port}/v1", highlight=False)
-    run_server(responder, config, host=host, port=port)
+    run_server(responder, config, host=host, port=port, log=log)

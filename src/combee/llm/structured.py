@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import jsonschema_rs
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
@@ -56,23 +57,34 @@ def _first_object(text: str) -> Any:
     raise ValueError("no JSON object found in the reply")
 
 
+class _Validator:
+    """One schema, compiled twice: a fast check for every reply (jsonschema-rs, compiled code),
+    and jsonschema's explanation of the replies that fail it."""
+
+    def __init__(self, schema: JsonSchema) -> None:
+        self.schema = schema  # referenced, so its id cannot be reused by another schema
+        checked = dict(schema.schema if schema.accepts is None else schema.accepts)
+        self.fast = jsonschema_rs.Draft202012Validator(checked)
+        self.explain = Draft202012Validator(checked)
+
+
 class SchemaValidators:
     """One compiled validator per schema, built on first use."""
 
     def __init__(self) -> None:
-        self._by_id: dict[int, tuple[JsonSchema, Draft202012Validator]] = {}
+        self._by_id: dict[int, _Validator] = {}
 
     def error(self, schema: JsonSchema, value: Mapping[str, Any]) -> str | None:
         """The most relevant validation error as one line, or None when ``value`` is valid."""
         entry = self._by_id.get(id(schema))
-        if entry is None or entry[0] is not schema:
+        if entry is None or entry.schema is not schema:
             if len(self._by_id) >= _MAX_VALIDATORS:
                 self._by_id.clear()  # callers building a schema per call must not grow this forever
-            # Keep the schema object referenced so its id cannot be reused by another one.
-            checked = schema.schema if schema.accepts is None else schema.accepts
-            entry = (schema, Draft202012Validator(dict(checked)))
+            entry = _Validator(schema)
             self._by_id[id(schema)] = entry
-        found = best_match(entry[1].iter_errors(value))
+        if entry.fast.is_valid(value):
+            return None
+        found = best_match(entry.explain.iter_errors(value))
         if found is None:
             return None
         where = "/".join(str(part) for part in found.absolute_path)

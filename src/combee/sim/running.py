@@ -6,11 +6,13 @@ import asyncio
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from types import TracebackType
 
 from combee.errors import ConfigError
 from combee.sim.config import SimConfig
 from combee.sim.extra import missing, needs
+from combee.sim.request_log import ASGIApp, RequestLog
 from combee.sim.responders import Responder, echo_responder
 from combee.sim.server import RequestRecord, SimServer
 
@@ -60,9 +62,9 @@ class RunningServer:
         self.stop()
 
 
-def _uvicorn_config(sim: SimServer, host: str, port: int) -> uvicorn.Config:
+def _uvicorn_config(app: ASGIApp, host: str, port: int) -> uvicorn.Config:
     return uvicorn.Config(
-        sim.app,
+        app,
         host=host,
         port=port,
         log_level="warning",
@@ -81,7 +83,7 @@ def serve_in_thread(
 ) -> RunningServer:
     """Start the server on a background thread with its own event loop; return once it listens."""
     sim = SimServer(responder, config)
-    server = uvicorn.Server(_uvicorn_config(sim, host, port))
+    server = uvicorn.Server(_uvicorn_config(sim.app, host, port))
     failure: list[BaseException] = []
 
     def run() -> None:
@@ -107,10 +109,13 @@ def run_server(
     config: SimConfig | None = None,
     host: str = "127.0.0.1",
     port: int = 8000,
+    log: Path | None = None,
 ) -> None:
-    """Serve until interrupted (the ``combee sim-server`` command)."""
+    """Serve until interrupted (the ``combee sim-server`` command); with ``log``, each chat
+    request's times are appended to that file (:mod:`combee.sim.request_log`)."""
     sim = SimServer(responder, config)
-    uvicorn.Server(_uvicorn_config(sim, host, port)).run()
+    app: ASGIApp = sim.app if log is None else RequestLog(sim.app, log)
+    uvicorn.Server(_uvicorn_config(app, host, port)).run()
 
 
 def peak_concurrency(records: Sequence[RequestRecord]) -> int:
