@@ -8,7 +8,6 @@ count of points the playbook turned right or wrong.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -16,14 +15,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from combee.errors import CombeeError, ConfigError, LLMCallError
-from combee.llm.client import LLM
-from combee.resolve import LLMArg, llm_of
-from combee.results import usage_summary
 from combee.runs import CONFIG_FILE, read_config
-from combee.sync import run_sync
 from combee.tasks.traces import Trace, load_traces
 from combee.tasks.traces.next_action import (
     DecisionPoint,
@@ -34,6 +29,10 @@ from combee.tasks.traces.next_action import (
     tool_names,
     wilson_interval,
 )
+
+if TYPE_CHECKING:
+    from combee.llm.client import LLM
+    from combee.resolve import LLMArg
 
 logger = logging.getLogger(__name__)
 
@@ -170,6 +169,10 @@ async def evaluate_next_actions_async(
             setting="tasks",
         )
     tools = tool_names(loaded)
+    # The client's machinery is imported here: the command line reads this module's defaults.
+    from combee.resolve import llm_of
+    from combee.results import usage_summary
+
     client, owned = llm_of(llm, seed=seed)
     try:
         started = time.perf_counter()
@@ -202,6 +205,8 @@ def evaluate_next_actions(
     traces: Iterable[str | os.PathLike[str]] | Sequence[Trace], **settings: Any
 ) -> NextActionResult:
     """:func:`evaluate_next_actions_async` for synchronous callers."""
+    from combee.sync import run_sync
+
     return run_sync(
         evaluate_next_actions_async(traces, **settings),
         async_name="combee.evaluate_next_actions_async",
@@ -260,6 +265,8 @@ async def _run_points(
 ) -> list[PointResult]:
     """Each trace's points in order, each point without then with the playbook, ``lanes``
     traces at a time."""
+    import asyncio  # loaded already (this runs in its event loop); not for the command's help
+
     by_trace: dict[str, list[DecisionPoint]] = {}
     for point in points:
         by_trace.setdefault(point.trace.id, []).append(point)

@@ -13,16 +13,20 @@ import os
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
 from combee.errors import ConfigError
 from combee.llm.accounting import Prices
-from combee.llm.cache import ResponseCache
-from combee.llm.client import LLM
 from combee.llm.guards import MAX_CONCURRENCY, MAX_FAILURES_IN_A_ROW, check_limits
 from combee.llm.redact import without_credentials
 from combee.llm.types import DEFAULT_JSON_MODE, DEFAULT_KEY_ENV, Backend, JsonMode, StatesLimits
+
+if TYPE_CHECKING:
+    # The client and the cache (the HTTP clients, SQLite) are imported when a client is made:
+    # the command line reads the Endpoint's fields for its options without them.
+    from combee.llm.cache import ResponseCache
+    from combee.llm.client import LLM
 
 JSON_MODES: tuple[JsonMode, ...] = typing.get_args(JsonMode)
 ClientName = Literal["openai", "lean"]
@@ -99,6 +103,8 @@ class Endpoint:
 
     def connect(self) -> LLM:
         """A new client for this endpoint; close it with ``await llm.aclose()``."""
+        from combee.llm.client import LLM
+
         mode = _json_mode(self.json_mode)
         backend = _backend(self, mode)
         llm = LLM(
@@ -284,6 +290,8 @@ def _prices(prices: Prices | tuple[float, float] | None) -> Prices | None:
 
 
 def _cache(cache: str | os.PathLike[str] | ResponseCache | None) -> ResponseCache | None:
+    from combee.llm.cache import ResponseCache
+
     if cache is None or isinstance(cache, ResponseCache):
         return cache
     path = Path(cache)

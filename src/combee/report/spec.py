@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from combee.api import train_async
 from combee.errors import ConfigError
 from combee.llm.connect import Endpoint
 from combee.settings import NAMES
@@ -48,6 +47,8 @@ ENDPOINT_KEYS = tuple(
 
 def train_settings() -> set[str]:
     """The ``combee.train`` keywords a grid may set for every cell."""
+    from combee.api import train_async  # the training machinery, only once a grid is checked
+
     keywords = inspect.signature(train_async).parameters.values()
     named = {p.name for p in keywords if p.kind is inspect.Parameter.KEYWORD_ONLY}
     names = named | set(NAMES)
