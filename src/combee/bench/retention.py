@@ -27,8 +27,6 @@ from combee.resolve import LLMArg, llm_of
 from combee.strategies.registry import STRATEGIES
 from combee.tasks.base import Sample, Score
 
-DEFAULT_STRATEGIES = ("naive", "combee", "topk", "summarize", "hier-summarize")
-DEFAULT_SIZES = (16, 36, 64)
 PROGRESS_EVERY_S = 30.0
 """How often a strategy still aggregating reports the calls it has made."""
 
@@ -232,8 +230,8 @@ async def _aggregate(
 async def retention_async(
     *,
     llm: LLMArg,
-    strategies: Sequence[str] = DEFAULT_STRATEGIES,
-    sizes: Sequence[int] = DEFAULT_SIZES,
+    strategies: Sequence[str],
+    sizes: Sequence[int],
     seed: int = 0,
     duplication: int = 2,
     fan_in: int = 32,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 from collections.abc import Coroutine
@@ -38,6 +37,8 @@ def fail(message: str) -> typer.Exit:
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run a command; a user-caused error prints one line (flags, not parameters) and exits 1.
     SIGTERM stops it as Ctrl-C does: finished iterations stay saved, and a rerun continues."""
+    import asyncio
+
     try:
         previous = signal.signal(signal.SIGTERM, _interrupt)
     except ValueError:  # not the main thread: leave signals alone

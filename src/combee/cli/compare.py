@@ -5,62 +5,23 @@ each cell a run directory under --out, then the report. Parses, calls
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from combee.cli import options as opt
 from combee.cli.app import app, err, fail, run
 from combee.cli.compare_settings import merged
-from combee.cli.flags import cli_message
-from combee.cli.progress import ConsoleProgress
 from combee.cli.report import guarded, print_report
 from combee.core.controller import DEFAULT_MAX_BATCH_SIZE, DEFAULT_TAU
-from combee.errors import CombeeError
 from combee.llm.connect import Endpoint
 from combee.llm.types import DEFAULT_MAX_TOKENS
-from combee.report import Cell, CellResult, CompareObserver, CompareResult, compare_async
 from combee.report.spec import load_spec
-from combee.runs import CACHE_FILE
+from combee.runs.layout import CACHE_FILE
 
-
-class CellProgress(CompareObserver):
-    """One line per cell on stderr, and the usual live progress while a cell trains."""
-
-    def __init__(self, console: Console, inner: ConsoleProgress) -> None:
-        self.console = console
-        self.inner = inner
-
-    def on_cell_start(self, cell: Cell, index: int, total: int) -> None:
-        self.console.print(
-            f"[bold]\\[{index}/{total}] {escape(cell.name)}[/]: training (strategy "
-            f"{escape(cell.strategy)}, batch size {cell.batch_size}, seed {cell.seed})",
-            highlight=False,
-        )
-
-    def on_cell_end(self, result: CellResult, index: int, total: int) -> None:
-        self.inner.close()
-        self.console.print(
-            f"[{index}/{total}] {cell_line(result)}", highlight=False, markup=False, soft_wrap=True
-        )
-
-
-def cell_line(result: CellResult) -> str:
-    name = result.cell.name
-    if result.status == "failed":
-        error = result.exception
-        message = cli_message(error) if isinstance(error, CombeeError) else result.error
-        return f"{name}: failed: {message}"
-    summary = result.summary or {}
-    figures = ", ".join(
-        f"{key}={summary[key]}" for key in ("test_accuracy", "train_seconds") if key in summary
-    )
-    if result.status == "skipped":
-        note = f"; {result.note}" if result.note else ""
-        return f"{name}: skipped (already finished: {figures or 'final_results.json exists'}){note}"
-    return f"{name}: finished in {result.seconds:.1f}s ({figures})"
+if TYPE_CHECKING:
+    from combee.report import Cell, CompareResult
 
 
 @app.command("compare")
@@ -123,6 +84,10 @@ def compare_command(
     **options: Any,
 ) -> None:
     """Train strategies × batch sizes × seeds, one run per cell, then write the report."""
+    from combee.cli.compare_progress import CellProgress, cell_line
+    from combee.cli.progress import ConsoleProgress
+    from combee.report import compare_async
+
     if cache is not None and no_cache:
         raise fail("--cache and --no-cache contradict each other: give one")
     flags = {

@@ -9,8 +9,6 @@ import typer
 
 from combee.cli import options as opt
 from combee.cli.app import app, err, run
-from combee.cli.progress import ConsoleProgress
-from combee.demo import run_demo
 
 
 @app.command("demo")
@@ -24,6 +22,9 @@ def demo_command(
     **options: Any,
 ) -> None:
     """A short real Combee training on Formula: accuracy before and after, and the playbook."""
+    from combee.cli.progress import ConsoleProgress
+    from combee.demo import run_demo
+
     progress = ConsoleProgress(err)
 
     async def demo() -> list[str]:

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
 from combee.cli import options as opt
 from combee.cli.app import app, err, fail, run
-from combee.cli.progress import ConsoleProgress
-from combee.evaluation import evaluate_async
 from combee.llm.types import DEFAULT_MAX_TOKENS
-from combee.results import EvalResult
+
+if TYPE_CHECKING:
+    from combee.results import EvalResult
 
 
 @app.command("eval")
@@ -40,6 +40,9 @@ def eval_command(
     **options: Any,
 ) -> None:
     """Evaluate a saved playbook on a task split."""
+    from combee.cli.progress import ConsoleProgress
+    from combee.evaluation import evaluate_async
+
     progress = ConsoleProgress(err)
 
     async def evaluate() -> EvalResult:

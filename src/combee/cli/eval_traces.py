@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -12,11 +12,12 @@ from combee.cli import options as opt
 from combee.cli.app import app, err, fail, run
 from combee.offline_eval import (
     TRANSCRIPT_TOKENS,
-    NextActionResult,
-    PointResult,
     evaluate_next_actions_async,
     learned_run_settings,
 )
+
+if TYPE_CHECKING:
+    from combee.offline_eval import NextActionResult, PointResult
 
 
 @app.command("eval-traces")

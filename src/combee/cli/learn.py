@@ -3,26 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from combee.cli import options as opt
 from combee.cli.app import app, err, fail, run
-from combee.cli.progress import ConsoleProgress
 from combee.cli.setting_options import settings_from_options, with_setting_options
 from combee.cli.train import print_done, resume_run
 from combee.core.batch_settings import AutoBatchSettings
 from combee.core.loop_settings import LoopSettings
 from combee.core.settings import declared
-from combee.learn import learn_async
 from combee.methods.ace.settings import AceSettings
 from combee.methods.ace.traces import TRANSCRIPT_TOKENS
-from combee.results import TrainResult
-from combee.runs import CACHE_FILE
-from combee.runs.run_dir import check_run_dir
+from combee.runs.layout import CACHE_FILE
 from combee.strategies.settings import CombeeSettings, TopKSettings
-from combee.tasks.traces import FORMATS
+from combee.tasks.traces.formats import FORMATS
+
+if TYPE_CHECKING:
+    from combee.results import TrainResult
 
 LEARN_SETTINGS = [
     item
@@ -74,6 +73,10 @@ def learn_command(
     **options: Any,
 ) -> None:
     """Learn a playbook from recorded agent trajectories, without re-running anything."""
+    from combee.cli.progress import ConsoleProgress
+    from combee.learn import learn_async
+    from combee.runs.run_dir import check_run_dir
+
     progress = ConsoleProgress(err)
     if resume is not None:
         return resume_run(resume, progress)

@@ -4,24 +4,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from combee.bench.retention import (
-    DEFAULT_SIZES,
-    DEFAULT_STRATEGIES,
-    RetentionProgress,
-    RetentionRow,
-    calls_text,
-    markdown_table,
-    retention_async,
-)
 from combee.cli import options as opt
 from combee.cli.app import app, err, fail, run
 from combee.core.capacity import GROUP_RULES
 from combee.llm.types import DEFAULT_MAX_TOKENS
+
+if TYPE_CHECKING:
+    from combee.bench.retention import RetentionProgress, RetentionRow
+
+DEFAULT_STRATEGIES = ("naive", "combee", "topk", "summarize", "hier-summarize")
+DEFAULT_SIZES = (16, 36, 64)
+"""The strategies and lesson counts the command compares unless told otherwise."""
 
 
 def _items(text: str) -> list[str]:
@@ -61,6 +59,8 @@ def retention_command(
     **options: Any,
 ) -> None:
     """Aggregate N synthetic lessons once with each strategy; report how many survive."""
+    from combee.bench.retention import calls_text, markdown_table, retention_async
+
     try:
         counts = [int(size) for size in _items(sizes)]
     except ValueError:

@@ -3,24 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 
-from combee.api import train_async
 from combee.cli import options as opt
 from combee.cli.app import app, err, fail, run
-from combee.cli.progress import ConsoleProgress, success_text
 from combee.cli.setting_options import settings_from_options, with_setting_options
-from combee.episodes import BASELINE_TEST_EPISODES_FILE, TEST_EPISODES_FILE
-from combee.results import TrainResult
-from combee.resume import resume_async
-from combee.runs import CACHE_FILE
-from combee.runs.run_dir import check_run_dir
-from combee.runs.tracking import MlflowTracker
+from combee.runs.layout import CACHE_FILE
 from combee.settings import SETTINGS
-from combee.tasks.registry import with_attack
+
+if TYPE_CHECKING:
+    from combee.cli.progress import ConsoleProgress
+    from combee.results import TrainResult
 
 
 @app.command("train")
@@ -65,6 +61,12 @@ def train_command(
     **settings: Any,
 ) -> None:
     """Learn a playbook (or a GEPA system prompt) on a task and evaluate it on the test slice."""
+    # What a run needs is imported once it starts, so that the help comes up at once.
+    from combee.api import train_async
+    from combee.cli.progress import ConsoleProgress
+    from combee.runs.run_dir import check_run_dir
+    from combee.tasks.registry import with_attack
+
     progress = ConsoleProgress(err)
     if resume is not None:
         given = [
@@ -118,6 +120,9 @@ def agent_results(summary: dict[str, Any]) -> list[str]:
     """An agent run's outcome in words: the success rate on the test split with its 95%
     interval (and the baseline's), tasks gained and lost, invalid steps and, under an attack,
     how often the planted text was obeyed."""
+    from combee.cli.progress import success_text
+    from combee.episodes import BASELINE_TEST_EPISODES_FILE, TEST_EPISODES_FILE
+
     lines = []
     for prefix, label in (("baseline_test", "baseline test"), ("test", "test")):
         if summary.get(f"{prefix}_success_rate") is not None:
@@ -146,6 +151,8 @@ def _on_command_line(ctx: typer.Context, name: str) -> bool:
 
 def resume_run(folder: Path, progress: ConsoleProgress) -> None:
     """``--resume FOLDER``: continue the run there with its recorded settings, then print."""
+    from combee.resume import resume_async
+    from combee.runs.tracking import MlflowTracker
 
     async def go() -> TrainResult:
         try:
