@@ -117,9 +117,16 @@ class AsyncioExecutor:
                 if on_done is not None:
                     on_done()
 
+        tasks: list[asyncio.Task[MapOutcome]] = []
         try:
             async with asyncio.TaskGroup() as group:
-                tasks = [group.create_task(one(sample)) for sample in samples]
+                for sample in samples:
+                    tasks.append(group.create_task(one(sample)))
+                    # One loop turn per sample: its first step runs and the calls of the samples
+                    # before it leave, so the endpoint starts on the first prompts while later
+                    # ones are still being built (with all tasks made at once, no call left
+                    # before every prompt of the batch was built).
+                    await asyncio.sleep(0)
         except BaseExceptionGroup as grouped:
             raise first_error(grouped) from None
         return [task.result() for task in tasks]
