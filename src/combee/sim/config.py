@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from combee.errors import ConfigError
+from combee.sim.gates import Gate, check_disjoint
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,13 @@ class SimConfig:
     """False: a faulty server that sends replies longer than ``max_tokens`` allows."""
     gate_n: int | None = None
     """Hold every request until this many have arrived (proves that calls overlap)."""
-    gate_timeout_s: float = 10.0
+    gates: tuple[Gate, ...] = ()
+    """Calls held until all calls of their gate have arrived, named by role and place
+    (:mod:`combee.sim.gates`): a test proves that a client overlaps them by counting."""
+    gate_timeout_s: float = 60.0
+    """How long a held request waits for its gate at most: only so that a client that does
+    not overlap its calls cannot hang a test (its gate stays short and the test sees fewer
+    calls at once)."""
     models: tuple[str, ...] = ("sim",)
     authorization: str | None = None
     """When set, a request whose ``Authorization`` header is not exactly this gets a 401 (a
@@ -59,6 +66,7 @@ class SimConfig:
             raise ConfigError(f"sim server: capacity must be at least 1, got {self.capacity}")
         if not 0.0 <= self.jitter < 1.0:
             raise ConfigError(f"sim server: jitter must be within [0, 1), got {self.jitter}")
+        check_disjoint(self.gates)
         for name, seconds in (
             ("ttft_s", self.ttft_s),
             ("retry_after_s", self.retry_after_s),

@@ -5,7 +5,8 @@ limits are exercised. A pluggable :data:`Responder` decides the assistant's mess
 or native tool calls through :class:`Reply`); the server adds latency (time to first token,
 prompt and decode throughput, a capacity limit with a FIFO queue, jitter, stragglers) and
 injected faults (429 with Retry-After, 500, hangs, malformed bodies), all drawn from a seeded
-RNG per request index.
+RNG per request index. Gates (:mod:`combee.sim.gates`) hold chosen calls until their whole wave
+has arrived, so tests prove that calls overlap by counting rather than by timing.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 from combee.sim.config import SimConfig
 from combee.sim.extra import missing, needs
+from combee.sim.gates import Gatekeeper
 from combee.sim.responders import HTTPFault, Reply, Responder, content_text, echo_responder
 
 try:
@@ -70,6 +72,10 @@ class _State:
     arrivals: int = 0
     capacity: asyncio.Semaphore | None = None
     gate: asyncio.Event | None = None
+    gatekeeper: Gatekeeper = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.gatekeeper = Gatekeeper(self.config.gates, self.config.gate_timeout_s)
 
     def record(
         self,
@@ -162,6 +168,7 @@ class SimServer:
         plan = _plan(config, index)
         if config.gate_n is not None:
             await _wait_for_gate(state, config.gate_n, index)
+        await state.gatekeeper.pass_through(_schema_name(body))
         if plan.fault in ("429", "500"):
             status = int(plan.fault)
             state.record(index, body, arrived, arrived, status, plan.fault)
