@@ -1,13 +1,15 @@
 """The map step on a Ray cluster: ``combee.train(..., executor=RayExecutor())``, ``--executor ray``.
 
 For rollouts that need real environments (tool sandboxes, browsers, containers) or batches that
-outgrow one process. Each batch's method and context are put in Ray's object store once; its
-samples run on a pool of async Ray actors (many samples at once on each), each sample's
-rollout and reflection as :func:`combee.core.executor.map_sample` does them here. Aggregation
-stays on the driver. A method's LLM client travels as its endpoint and connects again on the
-worker (without the response cache); the calls it makes there are added to the driver's usage.
-A worker that raises, or dies, costs the samples it held (recorded as their failures), never
-the run.
+outgrow one process. Each batch's method and context are put in Ray's object store once; the
+batch is dealt into one share per async Ray actor, and it runs as one wave: every actor first
+loads the batch (its copy of the method), then each gets its whole share in one call and runs
+all of it at once, each sample's rollout and reflection as :func:`combee.core.executor.map_sample`
+does them here. The call streams each sample's outcome back as it finishes, so progress ticks
+per sample. Aggregation stays on the driver. A method's LLM client travels as its endpoint and
+connects again on the worker (without the response cache), widened to the actor's share; the
+calls it makes there are added to the driver's usage. A sample that raises on the worker, or a
+worker that dies, costs the samples concerned (recorded as their failures), never the run.
 
 Ray is an optional dependency (``pip install 'combee[ray]'``). Without ``address`` the executor
 joins the cluster named by ``RAY_ADDRESS``, else starts a local one on this machine.
@@ -18,17 +20,28 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from combee.core.executor import MapOutcome, Rollouts, SampleFailure, map_sample
 from combee.errors import ConfigError
+from combee.llm.types import Widens
 from combee.tasks.base import Sample, Score
 
 INSTALL_HINT = "the Ray executor needs Ray: pip install 'combee[ray]'"
 
 CALLS_PER_WORKER = 256
 """Samples one actor runs at once (they wait on LLM calls, not on its CPU)."""
+
+BATCHES_PER_WORKER = 16
+"""Batches one actor serves at once (map steps that overlap, e.g. a pipelined run's)."""
+
+Job = tuple[Rollouts, Any, Callable[[str, Sample], Score] | None]
+"""A batch's method, context and scorer, as the actors receive them."""
+
+Done = tuple[int, MapOutcome, dict[str, Any] | None]
+"""One finished sample, as an actor streams it: its index in the batch, its outcome, and the
+usage of the actor's copy of the method's client so far."""
 
 
 def _ray() -> Any:
@@ -39,35 +52,57 @@ def _ray() -> Any:
 
 
 class _MapWorker:
-    """A Ray actor: runs samples of the current batch against one copy of its method."""
+    """A Ray actor: runs its share of a batch, all at once, against its copy of the method."""
 
-    def __init__(self) -> None:
-        self._key: str | None = None
-        self._job: tuple[Any, Any, Any] | None = None
-        self._lock = asyncio.Lock()
-        self._seq = 0
+    def __init__(self, calls_at_once: int) -> None:
+        self._calls_at_once = calls_at_once
+        self._jobs: dict[str, Job] = {}
+
+    async def load(self, key: str, job: list[Any]) -> None:
+        """Fetch batch ``key`` (``job`` holds its object reference, which a list keeps Ray from
+        resolving before the call starts)."""
+        self._jobs[key] = await job[0]
 
     async def run(
-        self, key: str, job: list[Any], sample: Sample, reflect: bool
-    ) -> tuple[MapOutcome, int, dict[str, Any] | None]:
-        async with self._lock:
-            if key != self._key:
-                await _close(self._job)
-                self._job = await job[0]
-                self._key = key
-        assert self._job is not None
-        method, context, score = self._job
-        outcome = await map_sample(method, context, sample, reflect=reflect, score=score)
-        self._seq += 1
-        return outcome, self._seq, _usage(method)
+        self, key: str, job: list[Any], share: list[tuple[int, Sample]], reflect: bool
+    ) -> AsyncIterator[Done]:
+        """Map every sample of ``share`` at once, yielding each as it finishes."""
+        method, context, score = self._jobs.pop(key, None) or await job[0]
+        _widen(method, min(len(share), self._calls_at_once))
+        slots = asyncio.Semaphore(self._calls_at_once)
+
+        async def one(index: int, sample: Sample) -> tuple[int, MapOutcome]:
+            async with slots:
+                return index, await _map_on_worker(method, context, sample, reflect, score)
+
+        try:
+            for finished in asyncio.as_completed([one(index, s) for index, s in share]):
+                index, outcome = await finished
+                yield index, outcome, _usage(method)
+        finally:
+            await _close(method)
+
+
+async def _map_on_worker(
+    method: Rollouts,
+    context: Any,
+    sample: Sample,
+    reflect: bool,
+    score: Callable[[str, Sample], Score] | None,
+) -> MapOutcome:
+    try:
+        return await map_sample(method, context, sample, reflect=reflect, score=score)
+    except Exception as error:  # the rollout itself broke (a sandbox crashed): this sample only
+        return _worker_failure(sample, error, score)
 
 
 class RayExecutor:
-    """Runs each batch's samples as tasks of async Ray actors (see the module).
+    """Runs each batch's samples on async Ray actors, one wave per batch (see the module).
 
     ``address``: a cluster to join (``ray://...`` or ``host:port``; default ``RAY_ADDRESS``,
     else a local cluster). ``workers``: actors in the pool (default: the cluster's CPUs).
-    ``init``: more keyword arguments for ``ray.init``.
+    ``calls_per_worker``: samples one actor runs at once. ``init``: more keyword arguments
+    for ``ray.init``.
     """
 
     def __init__(
@@ -80,6 +115,10 @@ class RayExecutor:
     ) -> None:
         if workers is not None and workers < 1:
             raise ConfigError(f"must be at least 1 (got {workers})", setting="workers")
+        if calls_per_worker < 1:
+            raise ConfigError(
+                f"must be at least 1 (got {calls_per_worker})", setting="calls_per_worker"
+            )
         self._ray = ray = _ray()
         self._started = False
         if not ray.is_initialized():
@@ -94,8 +133,8 @@ class RayExecutor:
                 ) from None
             self._started = True
         count = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        actor = ray.remote(_MapWorker).options(max_concurrency=calls_per_worker, num_cpus=0)
-        self._workers = [actor.remote() for _ in range(count)]
+        actor = ray.remote(_MapWorker).options(max_concurrency=BATCHES_PER_WORKER, num_cpus=0)
+        self._workers = [actor.remote(calls_per_worker) for _ in range(count)]
 
     @property
     def workers(self) -> int:
@@ -113,30 +152,43 @@ class RayExecutor:
     ) -> list[MapOutcome]:
         job = self._ray.put((method, context, score))
         key = job.hex()
-        latest: dict[int, tuple[int, dict[str, Any]]] = {}
+        shares = [
+            (worker, [(i, s) for i, s in enumerate(samples) if i % len(self._workers) == slot])
+            for slot, worker in enumerate(self._workers)
+        ]
+        shares = [(worker, share) for worker, share in shares if share]
+        # Every actor holds the batch before any sample starts, so an actor that is slower to
+        # start (or to load the method) does not split the batch into two waves.
+        loads = [worker.load.remote(key, [job]) for worker, _ in shares]
+        loaded = await asyncio.gather(*loads, return_exceptions=True)
+        outcomes: dict[int, MapOutcome] = {}
+        spent: list[dict[str, Any]] = []
 
-        async def one(index: int, sample: Sample) -> MapOutcome:
-            slot = index % len(self._workers)
-            outcome: MapOutcome
+        def finish(index: int, outcome: MapOutcome) -> None:
+            outcomes[index] = outcome
+            if on_done is not None:
+                on_done()
+
+        async def drain(worker: Any, share: list[tuple[int, Sample]], load: Any) -> None:
+            usage: dict[str, Any] | None = None
             try:
-                outcome, seq, usage = await self._workers[slot].run.remote(
-                    key, [job], sample, reflect
-                )
-            except Exception as error:  # the worker raised or died: this sample's failure
-                empty = score("", sample) if score is not None else None
-                reason = f"worker: {type(error).__name__}: {_first_line(error)}"
-                return MapOutcome(sample, failure=SampleFailure(sample.id, "worker", reason, empty))
-            finally:
-                if on_done is not None:
-                    on_done()
-            if usage is not None and seq > latest.get(slot, (0, {}))[0]:
-                latest[slot] = (seq, usage)
-            return outcome
+                if isinstance(load, BaseException):
+                    raise load
+                async for reply in worker.run.remote(key, [job], share, reflect):
+                    index, outcome, usage = await reply
+                    finish(index, outcome)
+            except Exception as error:  # the actor raised or died: the samples it still held
+                for index, sample in share:
+                    if index not in outcomes:
+                        finish(index, _worker_failure(sample, error, score))
+            if usage is not None:  # its copy's usage for what it finished
+                spent.append(usage)
 
-        outcomes = list(await asyncio.gather(*(one(i, s) for i, s in enumerate(samples))))
-        # Each actor's last reply carries its copy's usage for the whole batch.
-        _absorb(method, [usage for _, usage in latest.values()])
-        return outcomes
+        await asyncio.gather(
+            *(drain(w, share, load) for (w, share), load in zip(shares, loaded, strict=True))
+        )
+        _absorb(method, spent)
+        return [outcomes[index] for index in range(len(samples))]
 
     def close(self) -> None:
         """Stop the actors (and the local cluster, when this executor started it)."""
@@ -145,6 +197,22 @@ class RayExecutor:
         self._workers = []
         if self._started:
             self._ray.shutdown()
+
+
+def _worker_failure(
+    sample: Sample, error: BaseException, score: Callable[[str, Sample], Score] | None
+) -> MapOutcome:
+    empty = score("", sample) if score is not None else None
+    reason = f"worker: {type(error).__name__}: {_first_line(error)}"
+    return MapOutcome(sample, failure=SampleFailure(sample.id, "worker", reason, empty))
+
+
+def _widen(method: Any, calls: int) -> None:
+    """Let the worker's copy of the method's client run ``calls`` calls at once, as the driver
+    widens its own client to the batch (a copy starts at the default)."""
+    client = getattr(method, "llm", None)
+    if isinstance(client, Widens):
+        client.widen(calls)
 
 
 def _usage(method: Any) -> dict[str, Any] | None:
@@ -161,9 +229,9 @@ def _absorb(method: Any, usages: list[dict[str, Any]]) -> None:
             absorb(usage)
 
 
-async def _close(job: tuple[Any, Any, Any] | None) -> None:
-    """Close the previous batch's copy of the method's client."""
-    close = getattr(getattr(job[0], "llm", None), "aclose", None) if job else None
+async def _close(method: Any) -> None:
+    """Close the worker's copy of the method's client, once its share is done."""
+    close = getattr(getattr(method, "llm", None), "aclose", None)
     if callable(close):
         await close()
 
