@@ -17,6 +17,7 @@ from combee.llm import connect
 from combee.results import TrainResult
 from combee.sim import RequestRecord, SimConfig, peak_concurrency, serve_in_thread
 from combee.sim.ace_script import ace_responder
+from combee.sim.gates import wave, waves
 from combee.sim.gepa_script import gepa_responder
 from combee.sim.responders import Responder
 from tests.cli_helpers import run_combee
@@ -115,8 +116,10 @@ async def test_ace_summarize_condenses_once_then_curates_once() -> None:
 
 
 async def test_ace_hier_summarize_n_concurrent_summaries_one_condense_one_curate() -> None:
-    # Every call takes 0.3 s at the server, so calls that overlap are plainly concurrent.
-    result, records = await train(ace_responder, "hier-summarize", SimConfig(ttft_s=0.3))
+    # The server holds the 16 single summaries until all have arrived: sent at once, all 16
+    # are in flight together; sent one by one, the gate stays short and the peak shows it.
+    gated = SimConfig(gates=(wave("summarize", 16),))
+    result, records = await train(ace_responder, "hier-summarize", gated)
     reflectors = named(records, "reflector")
     calls = named(records, *REDUCE_ROLES)
     assert [c.schema_name for c in calls] == ["summarize"] * 17 + ["curator"]
@@ -173,7 +176,10 @@ async def test_gepa_summarize_condenses_then_proposes() -> None:
 
 
 async def test_gepa_hier_summarize_summarizes_each_record_concurrently() -> None:
-    result, records = await gepa("hier-summarize", SimConfig(ttft_s=0.2))
+    # Each round is 8 single summaries (held until all 8 have arrived) and one condense call;
+    # gated for as many rounds as the 60 metric calls could pay for (more than enough).
+    gated = SimConfig(gates=waves("gepa_summarize", 8, 60, every=9))
+    result, records = await gepa("hier-summarize", gated)
     calls = gepa_calls(records)
     assert calls and len(calls) % 10 == 0
     for start in range(0, len(calls), 10):

@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from combee.sim import RequestRecord, SimConfig, peak_concurrency, serve_in_thread
+from combee.sim.gates import waves
 from combee.sim.gepa_script import STOCK_PROMPT_START, gepa_responder
 from tests.cli_helpers import run_combee
 from tests.test_gepa_optimize import learnable, write_jsonl
@@ -24,7 +25,10 @@ def _examples(record: RequestRecord) -> list[str]:
 
 def test_each_proposal_is_four_concurrent_calls_then_one_merge(tmp_path: Path) -> None:
     out = tmp_path / "gepa"
-    with serve_in_thread(gepa_responder, SimConfig(ttft_s=0.5)) as server:
+    # The server holds each wave of 4 proposals until all 4 have arrived (as many waves as
+    # the 60 metric calls could pay for: more than enough).
+    gated = SimConfig(gates=waves("gepa_proposal", 4, 60))
+    with serve_in_thread(gepa_responder, gated) as server:
         result = run_combee(
             "train", "--method", "gepa", "--strategy", "combee", "--batch-size", "16",
             "--train-limit", "32", "--val-limit", "4", "--test-limit", "4",

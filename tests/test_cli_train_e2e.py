@@ -16,6 +16,7 @@ import pytest
 from combee.methods.ace import Playbook
 from combee.sim import RequestRecord, SimConfig, peak_concurrency, serve_in_thread
 from combee.sim.ace_script import ace_responder, numbered_operations
+from combee.sim.gates import wave
 from tests.cli_helpers import COMBEE, run_combee
 
 SECRET = "sk-test-never-written-anywhere-1234"
@@ -37,8 +38,10 @@ def _adds(reply: str) -> list[str]:
 @pytest.fixture(scope="module")
 def combee_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[RequestRecord]]:
     out = tmp_path_factory.mktemp("run") / "formula-combee"
-    # Every call takes 1 s at the server, so calls that overlap are plainly concurrent.
-    with serve_in_thread(ace_responder, SimConfig(ttft_s=1.0)) as server:
+    # The server holds the batch's 16 rollouts, its 16 reflections and its 4 curate calls, each
+    # wave until all of it has arrived: calls sent at once show up together, whatever the load.
+    gates = (wave("generator", 16), wave("reflector", 16), wave("curator", 4))
+    with serve_in_thread(ace_responder, SimConfig(gates=gates)) as server:
         result = run_combee(
             "train",
             "--task",

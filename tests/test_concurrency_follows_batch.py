@@ -11,13 +11,17 @@ import combee
 from combee.llm import Endpoint
 from combee.sim import SimConfig, peak_concurrency, serve_in_thread
 from combee.sim.ace_script import ace_responder
+from combee.sim.gates import wave
 
 
 @pytest.mark.parametrize(("concurrency", "peak"), [(None, 80), (16, 16)])
 async def test_a_batch_of_80_maps_in_one_wave_unless_told_otherwise(
     tmp_path: Path, concurrency: int | None, peak: int
 ) -> None:
-    with serve_in_thread(ace_responder, SimConfig(ttft_s=0.3)) as server:
+    # The server holds the first ``peak`` rollouts until all have arrived, so the peak reaches
+    # ``peak`` whatever the load; the latency keeps any calls beyond the limit in flight.
+    config = SimConfig(ttft_s=0.3, gates=(wave("generator", peak),))
+    with serve_in_thread(ace_responder, config) as server:
         endpoint = Endpoint("sim", base_url=server.base_url, concurrency=concurrency)
         await combee.train_async(
             "formula", strategy="naive", batch_size=80, llm=endpoint, train_limit=80,

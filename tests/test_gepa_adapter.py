@@ -9,6 +9,7 @@ import pytest
 from combee.methods.gepa import COMPONENT, TaskAdapter
 from combee.sim import RunningServer, SimConfig, peak_concurrency, serve_in_thread
 from combee.sim.ace_script import topic_of, wrong_answer
+from combee.sim.gates import wave
 from combee.sim.gepa_script import gepa_responder, rule_for
 from combee.tasks.base import Sample
 from combee.tasks.formula import FormulaTask
@@ -79,7 +80,8 @@ def test_reflective_dataset_has_inputs_output_and_feedback(
 
 
 def test_batch_evaluate_is_one_concurrent_wave(server: RunningServer, rows: list[Sample]) -> None:
-    server.reset(gepa_responder, SimConfig(ttft_s=0.3))
+    # The server holds the 8 rollouts (2 candidates x 4 rows) until all have arrived.
+    server.reset(gepa_responder, SimConfig(gates=(wave("gepa_generator", 8),)))
     items = [({COMPONENT: "First."}, rows), ({COMPONENT: "Second."}, rows)]
     with llm_on_runner(server.base_url) as (runner, llm):
         adapter = TaskAdapter(llm, runner, FormulaTask().score)

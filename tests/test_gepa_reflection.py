@@ -14,6 +14,7 @@ from gepa.proposer.reflective_mutation.reflection_lm import BatchReflectionLM, R
 
 from combee.methods.gepa import CombeeReflection
 from combee.sim import HTTPFault, RunningServer, SimConfig, peak_concurrency, serve_in_thread
+from combee.sim.gates import wave
 from combee.sim.gepa_script import gepa_responder, rule_for
 from combee.sim.responders import Responder
 from combee.strategies import CombeeStrategy, NaiveStrategy
@@ -93,7 +94,7 @@ def test_k_groups_and_every_record_in_p_different_calls(
 
 
 def test_proposal_calls_are_concurrent(server: RunningServer) -> None:
-    server.reset(gepa_responder, SimConfig(ttft_s=0.3))
+    server.reset(gepa_responder, SimConfig(gates=(wave("gepa_proposal", 4),)))
     reflect_once(server, 16)
     proposals = by_schema(server.records, "gepa_proposal")
     assert len(proposals) == 4
@@ -121,7 +122,8 @@ def test_naive_strategy_is_one_call_over_all_records(server: RunningServer) -> N
 
 
 def test_reflect_many_overlaps_the_calls_of_all_jobs(server: RunningServer) -> None:
-    server.reset(gepa_responder, SimConfig(ttft_s=0.3))
+    gates = (wave("gepa_proposal", 9), wave("gepa_merge", 3))
+    server.reset(gepa_responder, SimConfig(gates=gates))
     jobs: list[Any] = [
         (
             {"system_prompt": f"Prompt {j}."},

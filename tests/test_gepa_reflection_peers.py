@@ -20,6 +20,7 @@ from combee.llm import ResponseCache
 from combee.methods.gepa import CombeeInstructionProposer, CombeeReflection
 from combee.methods.gepa.stock import StockReflectionLM
 from combee.sim import HTTPFault, RunningServer, SimConfig, peak_concurrency, serve_in_thread
+from combee.sim.gates import wave
 from combee.sim.gepa_script import STOCK_PROMPT_START, gepa_responder, rule_for
 from combee.sim.responders import Responder
 from combee.strategies import CombeeStrategy, NaiveStrategy
@@ -193,7 +194,8 @@ def test_the_next_reflect_many_forgets_a_failed_waves_units(server: RunningServe
 def test_stock_reflection_runs_gepas_own_prompt_through_our_client(
     server: RunningServer,
 ) -> None:
-    server.reset(gepa_responder, SimConfig(ttft_s=0.2))
+    # The stock prompts carry no schema: the first 3 unnamed calls are held until all arrived.
+    server.reset(gepa_responder, SimConfig(gates=(wave(None, 3),)))
     jobs = [job(f"Prompt {j}.", n=3, offset=10 * j) for j in range(3)]
     with llm_on_runner(server.base_url) as (runner, llm):
         stock = StockReflectionLM(llm, runner, temperature=0.5, max_tokens=300)

@@ -11,10 +11,15 @@ import pytest
 import combee
 from combee.sim import SimConfig, serve_in_thread
 from combee.sim.ace_script import ace_responder
+from combee.sim.gates import wave
 
 
 async def test_the_next_batch_is_mapped_while_this_one_is_reduced(tmp_path: Path) -> None:
-    with serve_in_thread(ace_responder, SimConfig(ttft_s=0.2)) as server:
+    # The server holds batch 1's first curator call until batch 2's first rollout has arrived:
+    # a pipeline sends that rollout while the curator call is held, a run without one only
+    # after the reduction (then the gate stays short until its deadline and the order shows it).
+    gate = wave("curator", 1) | wave("generator", 1, start=8)
+    with serve_in_thread(ace_responder, SimConfig(gates=(gate,))) as server:
         result = await combee.train_async(
             "formula", strategy="combee", batch_size=8, train_limit=24, val_limit=0,
             test_limit=4, pipeline=True, run_dir=tmp_path / "run",
@@ -28,10 +33,10 @@ async def test_the_next_batch_is_mapped_while_this_one_is_reduced(tmp_path: Path
     assert [r["reflections"] for r in rows] == [8, 8, 8]  # nothing lost to the overlap
     generate = [r for r in records if r.schema_name == "generator"]
     curate = [r for r in records if r.schema_name == "curator"]
-    # Batch 2's rollouts were sent while batch 1's curator calls were still running.
-    first_curate_done = min(r.finished for r in curate)
-    second_batch = sorted(generate, key=lambda r: r.arrived)[8:16]
-    assert min(r.arrived for r in second_batch) < first_curate_done
+    # Batch 2's rollouts were sent while batch 1's first curator call was still running.
+    first_curate = min(curate, key=lambda r: r.index)
+    second_batch = sorted(generate, key=lambda r: r.index)[8:16]
+    assert min(r.arrived for r in second_batch) < first_curate.finished
     assert result.summary["test_samples"] == 4
     assert (tmp_path / "run" / "playbook.txt").read_text().count("::") > 0
 
