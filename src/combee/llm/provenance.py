@@ -12,6 +12,10 @@ Text is compared after Unicode normalisation (NFKC), with format characters (zer
 and the like) removed and case folded, so obfuscations that only change how text looks do not
 hide a copy.
 
+Every search here takes time in proportion to the text's length, however it is made (a
+megabyte-long word included), and ASCII text (most text) skips the Unicode normalisation, which
+leaves it as it is.
+
 On a question-answer task the data a lesson must not copy is the sample's question and context,
 yet a good lesson repeats the task's own wording (a formula as the task defines it, its list of
 options, its answer format), which every sample carries. :func:`shared_text` gathers the text
@@ -21,35 +25,80 @@ sample is that sample's own text, and a lesson that copies it is kept out.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 RUN_WORDS = 6
 """A run of this many consecutive words shared with the data counts as a copy."""
 
 _WORD = re.compile(r"\w+")
-_IDENTIFIER = re.compile(
-    r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"  # e-mail address
-    r"|https?://[^\s\"'<>)]+"  # link
+# Identifiers: an e-mail address ``[\w.+-]+@[\w-]+(?:\.[\w-]+)+``, a link, or an account
+# number, key or code of letters and digits, whichever starts first (an address before a link
+# before a code where they start together). The address is not searched as one expression:
+# from every character of a long word it would read the word to its end looking for "@"
+# (quadratic time). Each run of address characters followed by "@" is read once instead.
+_ADDRESS_NAME = re.compile(r"(?<![\w.+-])[\w.+-]++(?=@)")
+_ADDRESS_DOMAIN = re.compile(r"@[\w-]++(?:\.[\w-]++)++")
+_LINK_OR_CODE = re.compile(
+    r"https?://[^\s\"'<>)]+"  # link
     r"|\b(?=\w*\d)(?=\w*[a-zA-Z])\w{8,}\b"  # account numbers, keys, codes: letters and digits
 )
 
 
+@functools.cache
+def _is_format(char: str) -> bool:
+    return unicodedata.category(char) == "Cf"
+
+
 def normal(text: str) -> str:
     """``text`` as compared: NFKC, format characters removed, case folded."""
+    if text.isascii():  # NFKC leaves ASCII as it is, and no ASCII character is a format one
+        return text.lower()
     folded = unicodedata.normalize("NFKC", text)
-    return "".join(c for c in folded if unicodedata.category(c) != "Cf").casefold()
+    for char in set(folded):  # each distinct character looked at once, not each character
+        if _is_format(char):
+            folded = folded.replace(char, "")
+    return folded.casefold()
 
 
 def _runs(words: list[str], size: int) -> set[tuple[str, ...]]:
     return {tuple(words[i : i + size]) for i in range(len(words) - size + 1)}
 
 
+def _identifier_matches(text: str) -> Iterator[str]:
+    """The identifiers in ``text``, in order, as one regular expression's ``finditer`` would
+    find them (the address first of the three alternatives), in time linear in the text."""
+    addresses: list[tuple[int, int, int]] = []  # (start of the name, its "@", end of the domain)
+    for name in _ADDRESS_NAME.finditer(text):
+        domain = _ADDRESS_DOMAIN.match(text, name.end())
+        if domain is not None:
+            addresses.append((name.start(), name.end(), domain.end()))
+    done = 0  # where the search resumes: the end of the last identifier
+    index = 0
+    other = _LINK_OR_CODE.search(text)
+    while True:
+        while index < len(addresses) and addresses[index][1] <= done:
+            index += 1
+        if other is not None and other.start() < done:
+            other = _LINK_OR_CODE.search(text, done)
+        # An address matches from any character of its name at or after ``done``.
+        start = max(addresses[index][0], done) if index < len(addresses) else None
+        if start is not None and (other is None or start <= other.start()):
+            done = addresses[index][2]
+            yield text[start:done]
+        elif other is not None:
+            done = other.end()
+            yield other.group(0)
+        else:
+            return
+
+
 def _identifiers(text: str) -> set[str]:
-    return {match.group(0) for match in _IDENTIFIER.finditer(text)}
+    return set(_identifier_matches(text))
 
 
 @dataclass(frozen=True)
@@ -116,8 +165,7 @@ def copied_spans(
         elif span:
             found.append(" ".join(span))
             span = []
-    for match in _IDENTIFIER.finditer(seen):
-        identifier = match.group(0)
+    for identifier in dict.fromkeys(_identifier_matches(seen)):  # each checked once
         known = identifier in trusted_text or identifier in common.identifiers
         if identifier in data_text and not known:
             found.append(identifier)

@@ -8,6 +8,11 @@ Google, GitHub, GitLab, Slack, Stripe, Twilio, SendGrid, npm, PyPI, ...), privat
 (PEM, OpenSSH, PGP, PuTTY), JSON web tokens, Authorization headers, credentials in URLs,
 assignments to a secret-named field (``AWS_SECRET_ACCESS_KEY=``, ``"SecretAccessKey": "..."``,
 ``AccountKey=``, ``password: ...``) and e-mail addresses.
+
+The cost stays in proportion to the text. A prompt is mostly text that recurs from call to call
+(the system prompt, the playbook), so a text is searched line by line and each distinct line
+once (lines a secret may span stay together); and every pattern runs in time linear in the
+text's length, however the text is made (one unbroken run of hex digits, a megabyte-long word).
 """
 
 from __future__ import annotations
@@ -16,15 +21,109 @@ import base64
 import functools
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from urllib.parse import unquote, urlsplit
 
-_PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
-    # (kind, literals one of which a match must contain, pattern): a text with none of the
-    # literals is not searched, which keeps redaction cheap on long prompts. The formats are
-    # those providers document for their keys; detect-secrets' detectors are the floor the
-    # tests hold them to (tests/test_secret_formats.py).
-    (
+Replace = Callable[[str, str], str]
+"""``replace(kind, value)``: what a secret-like ``value`` of ``kind`` becomes."""
+
+
+class _Detector:
+    """One secret format: its kind, the literals one of which every match holds (a text with
+    none of them is not searched, which keeps redaction cheap on long prompts), and its
+    pattern. When the pattern has a group named ``secret``, only that group is replaced (the
+    rest of the match is context the pattern needed to find it in one pass)."""
+
+    def __init__(
+        self,
+        kind: str,
+        literals: tuple[str, ...],
+        pattern: re.Pattern[str],
+        flag: int = 0,
+        hint: str | None = None,
+    ) -> None:
+        self.kind = kind
+        self.literals = literals
+        self.pattern = pattern
+        self.hint = None if hint is None else re.compile(hint)
+        """A quick search for a part of every match, where the pattern itself is slow to
+        search (it starts with no literal character)."""
+        self.flag = flag
+        """For a pattern that ignores case (so it may match where its literals are absent), its
+        bit in :data:`Flags`; 0 for the others."""
+
+    def present(self, text: str) -> bool:
+        return any(map(text.__contains__, self.literals))
+
+    def apply(self, text: str, replace: Replace, found: Counter[str]) -> str:
+        if self.hint is not None and self.hint.search(text) is None:
+            return text
+        count = 0
+        kind = self.kind
+
+        def replaced(match: re.Match[str]) -> str:
+            nonlocal count
+            count += 1
+            if "secret" not in match.re.groupindex:
+                return replace(kind, match.group(0))
+            start, end = match.span("secret")
+            whole = match.string
+            return (
+                whole[match.start() : start]
+                + replace(kind, whole[start:end])
+                + whole[end : match.end()]
+            )
+
+        text = self.pattern.sub(replaced, text)
+        if count:
+            found[kind] += count
+        return text
+
+
+class _Emails(_Detector):
+    """E-mail addresses: ``\\b[A-Za-z0-9._%+\\-]+@domain``, found in linear time.
+
+    The pattern as one regular expression tries every word boundary of a long run of name
+    characters and reads the run to its end from each; here each run that ends in ``@`` is read
+    once, and the match starts, as the expression's would, at the run's first word boundary not
+    before where the search resumed."""
+
+    _RUN = re.compile(r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]++(?=@)")
+    _DOMAIN = re.compile(r"@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b")
+    _BOUNDARY = re.compile(r"\b")
+
+    def __init__(self) -> None:
+        super().__init__("email", ("@",), self._DOMAIN)
+
+    def apply(self, text: str, replace: Replace, found: Counter[str]) -> str:
+        pieces: list[str] = []
+        done = 0  # where the search resumes: the end of the last match
+        for run in self._RUN.finditer(text):
+            at = run.end()
+            if at <= done:
+                continue
+            boundary = self._BOUNDARY.search(text, max(run.start(), done), at)
+            if boundary is None or boundary.start() >= at:
+                continue
+            domain = self._DOMAIN.match(text, at)
+            if domain is None:
+                continue
+            start = boundary.start()
+            pieces += (text[done:start], replace(self.kind, text[start : domain.end()]))
+            done = domain.end()
+        if not pieces:
+            return text
+        found[self.kind] += len(pieces) // 2
+        pieces.append(text[done:])
+        return "".join(pieces)
+
+
+_NAME = r"[A-Za-z0-9_.\-]"
+_JWT = r"[A-Za-z0-9_\-=]"
+
+_MULTILINE: tuple[_Detector, ...] = (
+    # Private key blocks span lines: they are searched in the whole text, before the others.
+    _Detector(
         "private-key",
         ("PRIVATE KEY",),
         re.compile(
@@ -33,23 +132,28 @@ _PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
             re.DOTALL,
         ),
     ),
-    (
+    _Detector(
         "private-key",
         ("PuTTY-User-Key-File",),
         re.compile(r"PuTTY-User-Key-File-\d.*?(?:Private-MAC: *\S+|\Z)", re.DOTALL),
     ),
-    (
+)
+_DETECTORS: tuple[_Detector, ...] = (
+    # No match of these spans a line break, except through the whitespace after "Bearer" and
+    # the like (see _BREAK_AFTER). The formats are those providers document for their keys;
+    # detect-secrets' detectors are the floor the tests hold them to (tests/test_secret_formats.py).
+    _Detector(
         "api-key",
         ("live", "test", "proj", "ant"),
         re.compile(r"\b(?:sk|pk|rk)[-_](?:live|test|proj|ant)[-_][A-Za-z0-9_\-]{16,}"),
     ),
-    ("api-key", ("sk-",), re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}")),
-    (
+    _Detector("api-key", ("sk-",), re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}")),
+    _Detector(
         "github-token",
         ("gh", "github_pat_"),
         re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})"),
     ),
-    (
+    _Detector(
         "gitlab-token",
         ("gl", "GR1348941"),
         re.compile(
@@ -57,43 +161,62 @@ _PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
             r"|GR1348941[A-Za-z0-9_\-]{20,})"
         ),
     ),
-    ("slack-token", ("xox",), re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", re.IGNORECASE)),
-    (
+    _Detector(
+        "slack-token",
+        ("xox",),
+        re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", re.IGNORECASE),
+        flag=1,
+    ),
+    _Detector(
         "slack-webhook",
         ("hooks.slack.com",),
         re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/]+"),
     ),
-    (
+    _Detector(
         "aws-key",
         ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
         re.compile(r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
     ),
-    ("google-key", ("AIza",), re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
-    ("hf-token", ("hf_",), re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
-    ("npm-token", ("npm_",), re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
-    ("pypi-token", ("pypi-",), re.compile(r"\bpypi-AgE[A-Za-z0-9_\-]{50,}")),
-    ("sendgrid-key", ("SG.",), re.compile(r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}")),
-    ("square-token", ("sq0",), re.compile(r"\bsq0(?:csp|atp|idp)-[0-9A-Za-z_\-]{22,}")),
-    ("twilio-key", ("AC", "SK"), re.compile(r"\b(?:AC|SK)[0-9a-f]{32}\b")),
-    ("mailchimp-key", ("-us",), re.compile(r"\b[0-9a-f]{32}-us\d{1,2}\b")),
-    ("telegram-token", (":",), re.compile(r"\b\d{8,10}:[A-Za-z0-9_\-]{35}\b")),
-    (
+    _Detector("google-key", ("AIza",), re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
+    _Detector("hf-token", ("hf_",), re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
+    _Detector("npm-token", ("npm_",), re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
+    _Detector("pypi-token", ("pypi-",), re.compile(r"\bpypi-AgE[A-Za-z0-9_\-]{50,}")),
+    _Detector(
+        "sendgrid-key", ("SG.",), re.compile(r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}")
+    ),
+    _Detector("square-token", ("sq0",), re.compile(r"\bsq0(?:csp|atp|idp)-[0-9A-Za-z_\-]{22,}")),
+    _Detector("twilio-key", ("AC", "SK"), re.compile(r"\b(?:AC|SK)[0-9a-f]{32}\b")),
+    _Detector("mailchimp-key", ("-us",), re.compile(r"\b[0-9a-f]{32}-us\d{1,2}\b")),
+    _Detector(
+        "telegram-token",
+        (":",),
+        re.compile(r"\b\d{8,10}:[A-Za-z0-9_\-]{35}\b"),
+        hint=r":(?<=\d{8}:)",
+    ),
+    _Detector(
         "discord-token",
         (".",),
         re.compile(r"\b[MNO][A-Za-z0-9_\-]{23,25}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,}"),
+        hint=r"\.[A-Za-z0-9_\-]{6}\.",
     ),
-    ("artifactory-token", ("AKC",), re.compile(r"\bAKC[A-Za-z0-9]{10,}\b")),
-    (
+    _Detector("artifactory-token", ("AKC",), re.compile(r"\bAKC[A-Za-z0-9]{10,}\b")),
+    _Detector(
         "artifactory-token",
         ("AP",),
         re.compile(r"\bAP[0-9A-F](?=[A-Za-z]*\d)[A-Za-z0-9]{8,}\b"),
     ),
-    (
+    _Detector(
         "jwt",
         ("eyJ",),
-        re.compile(r"\beyJ[A-Za-z0-9_\-=]{8,}\.[A-Za-z0-9_\-=]{8,}\.?[A-Za-z0-9_\-.+/=]*"),
+        # \beyJ[...]{8,}\.[...]{8,}\.?[...]*, tried once per run of token characters: from the
+        # run's start, at its first "eyJ" after a word boundary (a later one in the same run
+        # matches only if that one does).
+        re.compile(
+            rf"(?<!{_JWT})(?>{_JWT}*?\b(?=eyJ))"
+            rf"(?P<secret>eyJ{_JWT}{{8,}}+\.{_JWT}{{8,}}+\.?[A-Za-z0-9_\-.+/=]*)"
+        ),
     ),
-    (
+    _Detector(
         "bearer",
         ("earer", "asic", "oken"),
         # Authorization headers: the credential after the scheme holds a digit, so prose
@@ -102,24 +225,39 @@ _PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
             r"(?i)(?<![A-Za-z])(?:bearer|basic|token)\s+(?=[A-Za-z0-9._~+/\-]*\d)"
             r"[A-Za-z0-9._~+/\-]{16,}=*"
         ),
+        flag=2,
     ),
-    ("url-credentials", ("://",), re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)")),
-    (
-        "email",
-        ("@",),
-        re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b"),
-    ),
+    _Detector("url-credentials", ("://",), re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)")),
+    _Emails(),
 )
 _ASSIGNMENT_WORDS = ("key", "secret", "token", "pass", "pwd", "credential")
 _ASSIGNMENT = re.compile(
     # A name that holds a secret word (AWS_SECRET_ACCESS_KEY, "SecretAccessKey", client_secret,
     # private_key_id, AccountKey, _authToken), then ':', '=' or '=>', then the value. A secret
-    # word followed by more letters ("tokens", "passengers", "keyboard") does not count.
-    r"(?i)([A-Za-z0-9_.\-]*(?:api[_\-]?key|apikey|secret|token|passw(?:or)?d|passphrase|pwd"
-    r"|access[_\-]?key|private[_\-]?key|account[_\-]?key|auth[_\-]?key|credentials?)"
-    r"(?![a-z])[A-Za-z0-9_.\-]*)"
+    # word followed by more letters ("tokens", "passengers", "keyboard") does not count. The
+    # name is the whole run of name characters, read once from its start (atomically: the
+    # first secret word in it is enough).
+    rf"(?i)(?<!{_NAME})((?>{_NAME}*?(?:api[_\-]?key|apikey|secret|token|passw(?:or)?d"
+    r"|passphrase|pwd|access[_\-]?key|private[_\-]?key|account[_\-]?key|auth[_\-]?key"
+    rf"|credentials?)(?![a-z])){_NAME}*+)"
     r"(['\"]?\s*(?:=>|:|=)\s*['\"]?)([^\s,;\"'\\]{6,})"
 )
+_FOLDS = str.maketrans({"ſ": "s", "ı": "i", "İ": "i", "K": "k"})
+"""What Python's case-insensitive matching also takes for 's', 'i' and 'k'."""
+_NAME_AFTER = re.compile(rf"(?i){_NAME}*+")
+_OPERATOR_AFTER = re.compile(rf"(?i){_NAME}*+['\"]?\s*(?:=>|:|=)")
+_KIND_ORDER = {
+    kind: index
+    for index, kind in reversed(
+        list(enumerate([d.kind for d in (*_MULTILINE, *_DETECTORS)] + ["secret"]))
+    )
+}
+
+Found = tuple[tuple[str, int], ...]
+Flags = int
+"""Bits, for the three patterns that ignore case (Slack tokens 1, Authorization headers 2,
+assignments 4): whether the text held the pattern's literals when its turn came."""
+_ASSIGNMENT_FLAG = 4
 
 
 def redact(text: str, counts: Counter[str] | None = None) -> str:
@@ -133,44 +271,240 @@ def redact(text: str, counts: Counter[str] | None = None) -> str:
     return cleaned
 
 
-@functools.lru_cache(maxsize=1024)
-def _redacted(text: str) -> tuple[str, tuple[tuple[str, int], ...]]:
-    """``text`` redacted and the replacements by kind; prompts repeat (a system prompt, a
-    playbook), so each distinct text is searched once."""
-    found: Counter[str] = Counter()
-    return substitute(text, _marker, found), tuple(found.items())
+def substitute(text: str, replace: Replace, found: Counter[str]) -> str:
+    """``text`` with each secret-like string replaced by ``replace(kind, value)``; ``found``
+    counts the replacements by kind."""
+    if not _redacted(text)[1]:  # nothing to replace (known line by line, mostly cached)
+        return text
+    return _substituted(text, replace, found)[0]
+
+
+def _substituted(
+    text: str,
+    replace: Replace,
+    found: Counter[str],
+    detectors: Sequence[_Detector] = (*_MULTILINE, *_DETECTORS),
+    forced: Flags = 0,
+) -> tuple[str, Flags]:
+    """Every detector in turn over the whole text (each over the text the previous ones left),
+    then the assignments; a detector whose literals the text lacks is skipped, unless it
+    ignores case and its bit is in ``forced``. Returns the text and its :data:`Flags`."""
+    flags = 0
+    for detector in detectors:
+        if detector.present(text):
+            flags |= detector.flag
+        elif not detector.flag & forced:
+            continue
+        text = detector.apply(text, replace, found)
+    lowered = text.lower()
+    if any(word in lowered for word in _ASSIGNMENT_WORDS):
+        flags |= _ASSIGNMENT_FLAG
+    if (flags | forced) & _ASSIGNMENT_FLAG and _assignable(text):
+        text, count = _ASSIGNMENT.subn(lambda match: _secret_value(match, replace), text)
+        if count:
+            found["secret"] += count
+    return text, flags
+
+
+def _assignable(text: str) -> bool:
+    """Whether a secret word in ``text`` is followed, after the rest of its name, by ':', '='
+    or '=>' (case as the assignment pattern ignores it): the pattern cannot match otherwise,
+    and this is quicker to tell than trying the pattern at every word."""
+    folded = text.translate(_FOLDS).lower()  # as long as text: "İ" is mapped to "i" first
+    for word in _ASSIGNMENT_WORDS:
+        at = folded.find(word)
+        read = 0  # where the name read last ended: another occurrence before it is in that name
+        while at != -1:
+            end = at + len(word)
+            if end > read:
+                if _OPERATOR_AFTER.match(text, end):
+                    return True
+                read = _NAME_AFTER.match(text, end).end()  # type: ignore[union-attr]
+            at = folded.find(word, end)
+    return False
 
 
 def _marker(kind: str, value: str) -> str:
     return f"[REDACTED:{kind}]"
 
 
-def substitute(text: str, replace: Callable[[str, str], str], found: Counter[str]) -> str:
-    """``text`` with each secret-like string replaced by ``replace(kind, value)``; ``found``
-    counts the replacements by kind."""
-    for kind, literals, pattern in _PATTERNS:
-        if not any(literal in text for literal in literals):
-            continue
-        text, count = pattern.subn(_replacer(kind, replace), text)
-        if count:
-            found[kind] += count
-    lowered = text.lower()
-    if any(word in lowered for word in _ASSIGNMENT_WORDS):
-        text, count = _ASSIGNMENT.subn(lambda match: _secret_value(match, replace), text)
-        if count:
-            found["secret"] += count
-    return text
-
-
-def _replacer(kind: str, replace: Callable[[str, str], str]) -> Callable[[re.Match[str]], str]:
-    return lambda match: replace(kind, match.group(0))
-
-
-def _secret_value(match: re.Match[str], replace: Callable[[str, str], str]) -> str:
+def _secret_value(match: re.Match[str], replace: Replace) -> str:
     value = match.group(3)
     if value.startswith("[REDACTED:") or value.startswith("[["):  # replaced by a pattern above
         return match.group(0)
     return f"{match.group(1)}{match.group(2)}{replace('secret', value)}"
+
+
+# --- Line by line, each distinct line once ------------------------------------------------
+#
+# Redacting the lines of a text one by one gives what redacting the whole text gives, when:
+#
+# - no match spans a line break: the private keys are redacted in the whole text first (they
+#   come first in the order anyway), and a line break inside whitespace that an Authorization
+#   header or an assignment may read across keeps its lines together (_joined);
+# - each pattern runs on a line exactly when it would run on the whole text. A pattern is
+#   skipped when the text (as the patterns before it left it) lacks its literals; for a
+#   pattern that must contain one of them this is decided by the line itself, but the three
+#   patterns that ignore case match "XOXB-..." or "BEARER ..." only in a text that also holds
+#   "xox" or "earer" somewhere. So a line is redacted knowing whether the whole text holds
+#   those literals (three flags, found by redacting the lines: see _redacted_now), and only
+#   when the line could match such a pattern at all (_Line.relevant) do the flags become part
+#   of what its result is cached under.
+
+# Whitespace with a line break in it, read across by an Authorization header after its scheme
+# or by an assignment around its ':', '=' or '=>': its line breaks keep their lines together.
+# Found from the line breaks (a search for a literal character is fast; one that must try
+# every character is not): a break right after the scheme or operator (_BREAK_AFTER), after
+# trailing spaces (_BREAK_AFTER_SPACE, then looked at), or before an operator (_BREAK_BEFORE).
+_BREAK_AFTER = re.compile(
+    r"\n(?:(?<=[=:]\n)|(?<==>\n)|(?i:(?<=bearer\n)|(?<=basic\n)|(?<=token\n)))\s*+"
+)
+_BREAK_AFTER_SPACE = re.compile(r"\n(?<=[^\S\n]\n)\s*+")
+_BREAK_BEFORE = re.compile(r"\n[^\S\n]*+(?=[=:])")
+_READ_ACROSS = re.compile(r"(?:[=:]|=>|(?i:bearer|basic|token))\Z")
+_FOLDED_WORDS = ((1, ("xox",)), (2, ("bearer", "basic", "token")), (4, _ASSIGNMENT_WORDS))
+_CACHED_LINE_CHARS = 16_000
+_CACHED_TEXT_CHARS = 64_000
+
+
+def _joined(text: str) -> list[tuple[int, int]]:
+    """The spans, from a line break to the end of its whitespace, whose line breaks no cut may
+    fall on (see _BREAK_AFTER), in order."""
+    spans = [(m.start(), m.end()) for m in _BREAK_AFTER.finditer(text)]
+    for space in _BREAK_AFTER_SPACE.finditer(text):
+        start = _space_before(text, space.start(), "\n")
+        if text[start - 1 : start] != "\n" and _READ_ACROSS.search(text, max(0, start - 6), start):
+            spans.append(space.span())
+    for before in _BREAK_BEFORE.finditer(text):
+        start = _space_before(text, before.start())
+        spans.append((text.index("\n", start), before.end()))
+    spans.sort()
+    return spans
+
+
+def _space_before(text: str, end: int, stop: str = "") -> int:
+    """Where the whitespace that ends at ``end`` starts (not reading back past ``stop``)."""
+    start = end
+    while start and text[start - 1].isspace() and text[start - 1] != stop:
+        start -= 1
+    return start
+
+
+def _chunks(text: str) -> list[str]:
+    """``text`` cut at every line break no match can span: ``"\\n".join`` gives it back."""
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return lines
+    spans = _joined(text)
+    if not spans:
+        return lines
+    chunks: list[str] = []
+    pending: list[str] = []  # the pieces of the chunk under way
+    done = 0
+    for start, end in spans:
+        if end <= done:
+            continue
+        start = max(start, done)
+        lines = text[done:start].split("\n")
+        if len(lines) > 1:
+            chunks.append("".join([*pending, lines[0]]))
+            chunks += lines[1:-1]
+            pending = []
+        pending += (lines[-1], text[start:end])
+        done = end
+    lines = text[done:].split("\n")
+    chunks.append("".join([*pending, lines[0]]))
+    return chunks + lines[1:]
+
+
+class _Line:
+    """One line (or lines kept together) and its redactions, by the flags that matter."""
+
+    __slots__ = ("literals", "relevant", "results", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        lowered = text.lower()
+        folded = text.translate(_FOLDS).lower()
+        self.literals = sum(
+            flag
+            for flag, literals in ((1, ("xox",)), (2, ("earer", "asic", "oken")))
+            if any(literal in text for literal in literals)
+        ) | (_ASSIGNMENT_FLAG if any(w in lowered for w in _ASSIGNMENT_WORDS) else 0)
+        """The :data:`Flags` of the line as it is (before any replacement)."""
+        self.relevant = sum(
+            flag for flag, words in _FOLDED_WORDS if any(w in folded for w in words)
+        )
+        """The patterns that ignore case that could match here at all: only their flags
+        change the line's redaction."""
+        self.results: dict[Flags, tuple[str, Found, Flags]] = {}
+
+    def redacted(self, flags: Flags) -> tuple[str, Found, Flags]:
+        """The line redacted as a line of a text with these :data:`Flags`, the replacements,
+        and the line's own flags."""
+        key = flags & self.relevant
+        result = self.results.get(key)
+        if result is None:
+            found: Counter[str] = Counter()
+            cleaned, own = _substituted(self.text, _marker, found, _DETECTORS, key)
+            result = self.results[key] = (cleaned, tuple(found.items()), own)
+        return result
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_line(text: str) -> _Line:
+    return _Line(text)
+
+
+def _line(text: str) -> _Line:
+    return _cached_line(text) if len(text) <= _CACHED_LINE_CHARS else _Line(text)
+
+
+def _redacted(text: str) -> tuple[str, Found]:
+    """``text`` redacted and the replacements by kind."""
+    if len(text) <= _CACHED_TEXT_CHARS:
+        return _cached_text(text)
+    return _redacted_now(text)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_text(text: str) -> tuple[str, Found]:
+    return _redacted_now(text)
+
+
+def _redacted_now(text: str) -> tuple[str, Found]:
+    found: Counter[str] = Counter()
+    for detector in _MULTILINE:
+        if detector.present(text):
+            text = detector.apply(text, _marker, found)
+    lines = [_line(chunk) for chunk in _chunks(text)]
+    flags = 0
+    for line in lines:
+        flags |= line.literals
+    # The flags the lines report are the whole text's once they agree with the flags the
+    # lines were redacted with: the first flag depends on no other, the second on the first,
+    # the third on the first two; so at most four rounds, from a guess that is right unless a
+    # replacement took a literal away or brought one ("[REDACTED:github-token]" holds "oken").
+    for _ in range(4):
+        results = [line.redacted(flags) for line in lines]
+        seen = 0
+        for result in results:
+            seen |= result[2]
+        if seen == flags:
+            break
+        flags = seen
+    else:  # pragma: no cover - cannot happen (see above); the whole text is still right
+        cleaned, _ = _substituted(text, _marker, found)
+        return cleaned, _ordered(found)
+    for _, line_found, _ in results:
+        for kind, count in line_found:
+            found[kind] += count
+    return "\n".join([result[0] for result in results]), _ordered(found)
+
+
+def _ordered(found: Counter[str]) -> Found:
+    """The replacements by kind, in the order the patterns come (as one pass would count)."""
+    return tuple(sorted(found.items(), key=lambda item: _KIND_ORDER[item[0]]))
 
 
 def without_credentials(url: str | None) -> str | None:
