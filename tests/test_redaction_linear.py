@@ -16,6 +16,7 @@ from collections import Counter
 import pytest
 
 from combee.llm import redact as redact_module
+from combee.llm import secret_formats
 from combee.llm.placeholders import Placeholders
 from combee.llm.provenance import _identifier_matches, copied_spans, normal, shared_text
 from combee.llm.redact import redact
@@ -220,7 +221,7 @@ def test_identifiers_are_those_the_single_expression_finds() -> None:
 
 
 def test_addresses_web_tokens_and_assignments_are_those_the_single_expressions_find() -> None:
-    detectors = {d.kind: d for d in redact_module._DETECTORS}
+    detectors = {d.kind: d for d in secret_formats.DETECTORS}
     for text in short_texts(5000):
         for kind, pattern in QUADRATIC.items():
             expected = re.sub(pattern, lambda m, k=kind: f"<{k}:{m.group(0)}>", text)
@@ -228,4 +229,4 @@ def test_addresses_web_tokens_and_assignments_are_those_the_single_expressions_f
             applied = detectors[kind].apply(text, lambda k, v: f"<{k}:{v}>", found)
             assert applied == expected, (kind, text)
         spans = [m.groups() for m in ASSIGNMENT.finditer(text)]
-        assert [m.groups() for m in redact_module._ASSIGNMENT.finditer(text)] == spans, text
+        assert [m.groups() for m in secret_formats.ASSIGNMENT.finditer(text)] == spans, text

@@ -21,237 +21,21 @@ import base64
 import functools
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from urllib.parse import unquote, urlsplit
 
-Replace = Callable[[str, str], str]
-"""``replace(kind, value)``: what a secret-like ``value`` of ``kind`` becomes."""
-
-
-class _Detector:
-    """One secret format: its kind, the literals one of which every match holds (a text with
-    none of them is not searched, which keeps redaction cheap on long prompts), and its
-    pattern. When the pattern has a group named ``secret``, only that group is replaced (the
-    rest of the match is context the pattern needed to find it in one pass)."""
-
-    def __init__(
-        self,
-        kind: str,
-        literals: tuple[str, ...],
-        pattern: re.Pattern[str],
-        flag: int = 0,
-        hint: str | None = None,
-    ) -> None:
-        self.kind = kind
-        self.literals = literals
-        self.pattern = pattern
-        self.hint = None if hint is None else re.compile(hint)
-        """A quick search for a part of every match, where the pattern itself is slow to
-        search (it starts with no literal character)."""
-        self.flag = flag
-        """For a pattern that ignores case (so it may match where its literals are absent), its
-        bit in :data:`Flags`; 0 for the others."""
-
-    def present(self, text: str) -> bool:
-        return any(map(text.__contains__, self.literals))
-
-    def apply(self, text: str, replace: Replace, found: Counter[str]) -> str:
-        if self.hint is not None and self.hint.search(text) is None:
-            return text
-        count = 0
-        kind = self.kind
-
-        def replaced(match: re.Match[str]) -> str:
-            nonlocal count
-            count += 1
-            if "secret" not in match.re.groupindex:
-                return replace(kind, match.group(0))
-            start, end = match.span("secret")
-            whole = match.string
-            return (
-                whole[match.start() : start]
-                + replace(kind, whole[start:end])
-                + whole[end : match.end()]
-            )
-
-        text = self.pattern.sub(replaced, text)
-        if count:
-            found[kind] += count
-        return text
-
-
-class _Emails(_Detector):
-    """E-mail addresses: ``\\b[A-Za-z0-9._%+\\-]+@domain``, found in linear time.
-
-    The pattern as one regular expression tries every word boundary of a long run of name
-    characters and reads the run to its end from each; here each run that ends in ``@`` is read
-    once, and the match starts, as the expression's would, at the run's first word boundary not
-    before where the search resumed."""
-
-    _RUN = re.compile(r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]++(?=@)")
-    _DOMAIN = re.compile(r"@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}\b")
-    _BOUNDARY = re.compile(r"\b")
-
-    def __init__(self) -> None:
-        super().__init__("email", ("@",), self._DOMAIN)
-
-    def apply(self, text: str, replace: Replace, found: Counter[str]) -> str:
-        pieces: list[str] = []
-        done = 0  # where the search resumes: the end of the last match
-        for run in self._RUN.finditer(text):
-            at = run.end()
-            if at <= done:
-                continue
-            boundary = self._BOUNDARY.search(text, max(run.start(), done), at)
-            if boundary is None or boundary.start() >= at:
-                continue
-            domain = self._DOMAIN.match(text, at)
-            if domain is None:
-                continue
-            start = boundary.start()
-            pieces += (text[done:start], replace(self.kind, text[start : domain.end()]))
-            done = domain.end()
-        if not pieces:
-            return text
-        found[self.kind] += len(pieces) // 2
-        pieces.append(text[done:])
-        return "".join(pieces)
-
-
-_NAME = r"[A-Za-z0-9_.\-]"
-_JWT = r"[A-Za-z0-9_\-=]"
-
-_MULTILINE: tuple[_Detector, ...] = (
-    # Private key blocks span lines: they are searched in the whole text, before the others.
-    _Detector(
-        "private-key",
-        ("PRIVATE KEY",),
-        re.compile(
-            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
-            r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-            re.DOTALL,
-        ),
-    ),
-    _Detector(
-        "private-key",
-        ("PuTTY-User-Key-File",),
-        re.compile(r"PuTTY-User-Key-File-\d.*?(?:Private-MAC: *\S+|\Z)", re.DOTALL),
-    ),
+from combee.llm.secret_formats import (
+    ASSIGNMENT,
+    ASSIGNMENT_WORDS,
+    DETECTORS,
+    FOLDS,
+    KIND_ORDER,
+    MULTILINE,
+    NAME_AFTER,
+    OPERATOR_AFTER,
+    Detector,
+    Replace,
 )
-_DETECTORS: tuple[_Detector, ...] = (
-    # No match of these spans a line break, except through the whitespace after "Bearer" and
-    # the like (see _BREAK_AFTER). The formats are those providers document for their keys;
-    # detect-secrets' detectors are the floor the tests hold them to (tests/test_secret_formats.py).
-    _Detector(
-        "api-key",
-        ("live", "test", "proj", "ant"),
-        re.compile(r"\b(?:sk|pk|rk)[-_](?:live|test|proj|ant)[-_][A-Za-z0-9_\-]{16,}"),
-    ),
-    _Detector("api-key", ("sk-",), re.compile(r"\bsk-[A-Za-z0-9_\-]{20,}")),
-    _Detector(
-        "github-token",
-        ("gh", "github_pat_"),
-        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})"),
-    ),
-    _Detector(
-        "gitlab-token",
-        ("gl", "GR1348941"),
-        re.compile(
-            r"\b(?:gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-[A-Za-z0-9_\-]{20,}"
-            r"|GR1348941[A-Za-z0-9_\-]{20,})"
-        ),
-    ),
-    _Detector(
-        "slack-token",
-        ("xox",),
-        re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", re.IGNORECASE),
-        flag=1,
-    ),
-    _Detector(
-        "slack-webhook",
-        ("hooks.slack.com",),
-        re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/]+"),
-    ),
-    _Detector(
-        "aws-key",
-        ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
-        re.compile(r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
-    ),
-    _Detector("google-key", ("AIza",), re.compile(r"\bAIza[0-9A-Za-z_\-]{35}")),
-    _Detector("hf-token", ("hf_",), re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
-    _Detector("npm-token", ("npm_",), re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
-    _Detector("pypi-token", ("pypi-",), re.compile(r"\bpypi-AgE[A-Za-z0-9_\-]{50,}")),
-    _Detector(
-        "sendgrid-key", ("SG.",), re.compile(r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}")
-    ),
-    _Detector("square-token", ("sq0",), re.compile(r"\bsq0(?:csp|atp|idp)-[0-9A-Za-z_\-]{22,}")),
-    _Detector("twilio-key", ("AC", "SK"), re.compile(r"\b(?:AC|SK)[0-9a-f]{32}\b")),
-    _Detector("mailchimp-key", ("-us",), re.compile(r"\b[0-9a-f]{32}-us\d{1,2}\b")),
-    _Detector(
-        "telegram-token",
-        (":",),
-        re.compile(r"\b\d{8,10}:[A-Za-z0-9_\-]{35}\b"),
-        hint=r":(?<=\d{8}:)",
-    ),
-    _Detector(
-        "discord-token",
-        (".",),
-        re.compile(r"\b[MNO][A-Za-z0-9_\-]{23,25}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,}"),
-        hint=r"\.[A-Za-z0-9_\-]{6}\.",
-    ),
-    _Detector("artifactory-token", ("AKC",), re.compile(r"\bAKC[A-Za-z0-9]{10,}\b")),
-    _Detector(
-        "artifactory-token",
-        ("AP",),
-        re.compile(r"\bAP[0-9A-F](?=[A-Za-z]*\d)[A-Za-z0-9]{8,}\b"),
-    ),
-    _Detector(
-        "jwt",
-        ("eyJ",),
-        # \beyJ[...]{8,}\.[...]{8,}\.?[...]*, tried once per run of token characters: from the
-        # run's start, at its first "eyJ" after a word boundary (a later one in the same run
-        # matches only if that one does).
-        re.compile(
-            rf"(?<!{_JWT})(?>{_JWT}*?\b(?=eyJ))"
-            rf"(?P<secret>eyJ{_JWT}{{8,}}+\.{_JWT}{{8,}}+\.?[A-Za-z0-9_\-.+/=]*)"
-        ),
-    ),
-    _Detector(
-        "bearer",
-        ("earer", "asic", "oken"),
-        # Authorization headers: the credential after the scheme holds a digit, so prose
-        # ("basic troubleshooting") is left alone.
-        re.compile(
-            r"(?i)(?<![A-Za-z])(?:bearer|basic|token)\s+(?=[A-Za-z0-9._~+/\-]*\d)"
-            r"[A-Za-z0-9._~+/\-]{16,}=*"
-        ),
-        flag=2,
-    ),
-    _Detector("url-credentials", ("://",), re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+(?=@)")),
-    _Emails(),
-)
-_ASSIGNMENT_WORDS = ("key", "secret", "token", "pass", "pwd", "credential")
-_ASSIGNMENT = re.compile(
-    # A name that holds a secret word (AWS_SECRET_ACCESS_KEY, "SecretAccessKey", client_secret,
-    # private_key_id, AccountKey, _authToken), then ':', '=' or '=>', then the value. A secret
-    # word followed by more letters ("tokens", "passengers", "keyboard") does not count. The
-    # name is the whole run of name characters, read once from its start (atomically: the
-    # first secret word in it is enough).
-    rf"(?i)(?<!{_NAME})((?>{_NAME}*?(?:api[_\-]?key|apikey|secret|token|passw(?:or)?d"
-    r"|passphrase|pwd|access[_\-]?key|private[_\-]?key|account[_\-]?key|auth[_\-]?key"
-    rf"|credentials?)(?![a-z])){_NAME}*+)"
-    r"(['\"]?\s*(?:=>|:|=)\s*['\"]?)([^\s,;\"'\\]{6,})"
-)
-_FOLDS = str.maketrans({"ſ": "s", "ı": "i", "İ": "i", "K": "k"})
-"""What Python's case-insensitive matching also takes for 's', 'i' and 'k'."""
-_NAME_AFTER = re.compile(rf"(?i){_NAME}*+")
-_OPERATOR_AFTER = re.compile(rf"(?i){_NAME}*+['\"]?\s*(?:=>|:|=)")
-_KIND_ORDER = {
-    kind: index
-    for index, kind in reversed(
-        list(enumerate([d.kind for d in (*_MULTILINE, *_DETECTORS)] + ["secret"]))
-    )
-}
 
 Found = tuple[tuple[str, int], ...]
 Flags = int
@@ -283,7 +67,7 @@ def _substituted(
     text: str,
     replace: Replace,
     found: Counter[str],
-    detectors: Sequence[_Detector] = (*_MULTILINE, *_DETECTORS),
+    detectors: Sequence[Detector] = (*MULTILINE, *DETECTORS),
     forced: Flags = 0,
 ) -> tuple[str, Flags]:
     """Every detector in turn over the whole text (each over the text the previous ones left),
@@ -297,10 +81,10 @@ def _substituted(
             continue
         text = detector.apply(text, replace, found)
     lowered = text.lower()
-    if any(word in lowered for word in _ASSIGNMENT_WORDS):
+    if any(word in lowered for word in ASSIGNMENT_WORDS):
         flags |= _ASSIGNMENT_FLAG
     if (flags | forced) & _ASSIGNMENT_FLAG and _assignable(text):
-        text, count = _ASSIGNMENT.subn(lambda match: _secret_value(match, replace), text)
+        text, count = ASSIGNMENT.subn(lambda match: _secret_value(match, replace), text)
         if count:
             found["secret"] += count
     return text, flags
@@ -310,16 +94,16 @@ def _assignable(text: str) -> bool:
     """Whether a secret word in ``text`` is followed, after the rest of its name, by ':', '='
     or '=>' (case as the assignment pattern ignores it): the pattern cannot match otherwise,
     and this is quicker to tell than trying the pattern at every word."""
-    folded = text.translate(_FOLDS).lower()  # as long as text: "İ" is mapped to "i" first
-    for word in _ASSIGNMENT_WORDS:
+    folded = text.translate(FOLDS).lower()  # as long as text: "İ" is mapped to "i" first
+    for word in ASSIGNMENT_WORDS:
         at = folded.find(word)
         read = 0  # where the name read last ended: another occurrence before it is in that name
         while at != -1:
             end = at + len(word)
             if end > read:
-                if _OPERATOR_AFTER.match(text, end):
+                if OPERATOR_AFTER.match(text, end):
                     return True
-                read = _NAME_AFTER.match(text, end).end()  # type: ignore[union-attr]
+                read = NAME_AFTER.match(text, end).end()  # type: ignore[union-attr]
             at = folded.find(word, end)
     return False
 
@@ -362,7 +146,7 @@ _BREAK_AFTER = re.compile(
 _BREAK_AFTER_SPACE = re.compile(r"\n(?<=[^\S\n]\n)\s*+")
 _BREAK_BEFORE = re.compile(r"\n[^\S\n]*+(?=[=:])")
 _READ_ACROSS = re.compile(r"(?:[=:]|=>|(?i:bearer|basic|token))\Z")
-_FOLDED_WORDS = ((1, ("xox",)), (2, ("bearer", "basic", "token")), (4, _ASSIGNMENT_WORDS))
+_FOLDED_WORDS = ((1, ("xox",)), (2, ("bearer", "basic", "token")), (4, ASSIGNMENT_WORDS))
 _CACHED_LINE_CHARS = 16_000
 _CACHED_TEXT_CHARS = 64_000
 
@@ -425,12 +209,12 @@ class _Line:
     def __init__(self, text: str) -> None:
         self.text = text
         lowered = text.lower()
-        folded = text.translate(_FOLDS).lower()
+        folded = text.translate(FOLDS).lower()
         self.literals = sum(
             flag
             for flag, literals in ((1, ("xox",)), (2, ("earer", "asic", "oken")))
             if any(literal in text for literal in literals)
-        ) | (_ASSIGNMENT_FLAG if any(w in lowered for w in _ASSIGNMENT_WORDS) else 0)
+        ) | (_ASSIGNMENT_FLAG if any(w in lowered for w in ASSIGNMENT_WORDS) else 0)
         """The :data:`Flags` of the line as it is (before any replacement)."""
         self.relevant = sum(
             flag for flag, words in _FOLDED_WORDS if any(w in folded for w in words)
@@ -446,7 +230,7 @@ class _Line:
         result = self.results.get(key)
         if result is None:
             found: Counter[str] = Counter()
-            cleaned, own = _substituted(self.text, _marker, found, _DETECTORS, key)
+            cleaned, own = _substituted(self.text, _marker, found, DETECTORS, key)
             result = self.results[key] = (cleaned, tuple(found.items()), own)
         return result
 
@@ -474,7 +258,7 @@ def _cached_text(text: str) -> tuple[str, Found]:
 
 def _redacted_now(text: str) -> tuple[str, Found]:
     found: Counter[str] = Counter()
-    for detector in _MULTILINE:
+    for detector in MULTILINE:
         if detector.present(text):
             text = detector.apply(text, _marker, found)
     lines = [_line(chunk) for chunk in _chunks(text)]
@@ -504,7 +288,7 @@ def _redacted_now(text: str) -> tuple[str, Found]:
 
 def _ordered(found: Counter[str]) -> Found:
     """The replacements by kind, in the order the patterns come (as one pass would count)."""
-    return tuple(sorted(found.items(), key=lambda item: _KIND_ORDER[item[0]]))
+    return tuple(sorted(found.items(), key=lambda item: KIND_ORDER[item[0]]))
 
 
 def without_credentials(url: str | None) -> str | None:
