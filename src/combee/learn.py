@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from combee.api import train_async
@@ -17,7 +17,7 @@ from combee.methods.ace.traces import TRANSCRIPT_TOKENS
 from combee.results import TrainResult
 from combee.runs.tracking import shown_uri
 from combee.sync import run_sync
-from combee.tasks.traces import TraceTask, read_traces, render_transcript
+from combee.tasks.traces import Trace, TraceTask, read_traces, render_transcript
 
 logger = logging.getLogger(__name__)
 
@@ -54,19 +54,47 @@ async def learn_async(
     cut = sum(1 for t in loaded if render_transcript(t.messages, max_tokens=transcript_tokens).cuts)
     summary = imported.summary(cut=cut, budget=transcript_tokens)
     logger.info("traces: %s", summary)
-    task = TraceTask(loaded, holdout_tasks=holdout_tasks, seed=seed, limit=limit)
     record = {
         "trace_import": {**imported.record(), "cut": cut, "summary": summary},
         "traces": paths,
         "trace_format": format,
         **({"trace_since": since} if since is not None else {}),
         **({"trace_tracking_uri": shown_uri(tracking_uri)} if tracking_uri else {}),
+        **(settings.pop("record", None) or {}),
+    }
+    return await learn_traces_async(
+        loaded,
+        holdout_tasks=holdout_tasks,
+        limit=limit,
+        contrast=contrast,
+        transcript_tokens=transcript_tokens,
+        seed=seed,
+        record=record,
+        **settings,
+    )
+
+
+async def learn_traces_async(
+    traces: Sequence[Trace],
+    *,
+    holdout_tasks: int = 0,
+    limit: int | None = None,
+    contrast: bool = False,
+    transcript_tokens: int = TRANSCRIPT_TOKENS,
+    seed: int = 0,
+    record: dict[str, Any] | None = None,
+    **settings: Any,
+) -> TrainResult:
+    """Learn an ACE playbook from loaded :class:`combee.tasks.traces.Trace` objects (for
+    example a gateway's store; see :func:`learn_async` for the settings)."""
+    task = TraceTask(list(traces), holdout_tasks=holdout_tasks, seed=seed, limit=limit)
+    record = {
+        **(record or {}),
         "holdout_tasks": holdout_tasks,
         "trace_limit": limit,
         "held_out_tasks": task.held_out,
         "contrast": contrast,
         "transcript_tokens": transcript_tokens,
-        **(settings.pop("record", None) or {}),
     }
     return await train_async(
         task,
@@ -74,7 +102,7 @@ async def learn_async(
         seed=seed,
         record=record,
         method_options={
-            "traces": [t for t in loaded if t.task_id not in task.held_out],
+            "traces": [t for t in traces if t.task_id not in task.held_out],
             "contrast": contrast,
             "transcript_tokens": transcript_tokens,
         },

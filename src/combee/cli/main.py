@@ -12,6 +12,7 @@ from combee.cli import (
     learn,
     report,
     retention,
+    serve,
     sim,
     train,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "learn",
     "report",
     "retention",
+    "serve",
     "sim",
     "train",
 ]

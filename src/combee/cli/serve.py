@@ -1,0 +1,204 @@
+"""``combee serve``: the learning gateway, and its store's commands (learn, rollback, export,
+playbook)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from combee.cli import options as opt
+from combee.cli.app import app, err, fail, run
+from combee.cli.learn import LEARN_SETTINGS
+from combee.cli.setting_options import settings_from_options, with_setting_options
+from combee.serve.records import DEFAULT_NAMESPACE
+from combee.serve.settings import SERVE_SETTINGS
+
+serve_app = typer.Typer(
+    help="The learning gateway: an OpenAI-compatible endpoint in front of yours that puts the "
+    "playbook into every request, records every exchange, takes feedback and learns.",
+    no_args_is_help=False,
+    invoke_without_command=True,
+)
+app.add_typer(serve_app, name="serve")
+
+Store = Annotated[Path, typer.Option(help="The gateway's store folder.")]
+Namespace = Annotated[str, typer.Option("--agent", help="The agent namespace.")]
+_LEARNING = [*SERVE_SETTINGS, *LEARN_SETTINGS]
+
+
+@serve_app.callback()
+@with_setting_options(_LEARNING)
+@opt.with_endpoint_options()
+def serve_command(
+    ctx: typer.Context,
+    upstream: Annotated[
+        str | None,
+        typer.Option(
+            envvar="COMBEE_UPSTREAM",
+            help="The OpenAI-compatible endpoint agents' requests go to, e.g. "
+            "http://127.0.0.1:8000/v1.",
+        ),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            envvar="COMBEE_SERVE_TOKEN",
+            help="A token clients must send (Authorization: Bearer TOKEN); never logged.",
+        ),
+    ] = None,
+    learn: Annotated[
+        bool,
+        typer.Option(help="Learn from scored traces in this process (--no-learn: record only)."),
+    ] = True,
+    strategy: Annotated[
+        str, typer.Option(help="sequential | naive | combee | topk | summarize | ...")
+    ] = "combee",
+    batch_size: Annotated[
+        str, typer.Option(help="Traces per iteration of a round (default: up to 40), or auto.")
+    ] = "40",
+    **options: Any,
+) -> None:
+    """Serve the gateway until Ctrl-C or SIGTERM (in-flight requests finish first).
+
+    Agents point their base_url at http://HOST:PORT/v1 (or /agents/NAME/v1 for a namespace of
+    their own). The learner's model is --model at --base-url (default: the upstream).
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if not upstream:
+        raise fail("give --upstream URL: the OpenAI-compatible endpoint the agents' requests go to")
+    from combee.errors import CombeeError
+    from combee.serve.running import create_gateway, serve
+    from combee.serve.settings import serve_settings
+
+    values = settings_from_options(_LEARNING, options)
+    serve_values = {item.name: values.pop(item.name) for item in SERVE_SETTINGS}
+    if not options["base_url"]:
+        options["base_url"] = upstream
+    endpoint = opt.endpoint_of(options, cache=None, seed=values["seed"])
+    try:
+        settings = serve_settings(**serve_values)
+        gateway, asgi = create_gateway(
+            upstream,
+            settings=settings,
+            model="" if endpoint.model.startswith("local") else endpoint.model,
+            api_key_env=endpoint.api_key_env,
+            token=token,
+            redact=endpoint.redact,
+            learner_llm=endpoint if learn else None,
+            learn_settings={
+                **values, "strategy": strategy, "batch_size": opt.batch_size_value(batch_size)
+            },
+            on_round=lambda result: err.print(result.line(), highlight=False, soft_wrap=True),
+        )  # fmt: skip
+    except CombeeError as problem:
+        from combee.cli.flags import cli_message
+
+        raise fail(cli_message(problem)) from None
+    learning = (
+        f"learning every {settings.learn_every} scored trace(s) with {endpoint.model} "
+        f"(activate: {settings.activate})"
+        if learn and settings.learn_every
+        else "not learning on its own"
+    )
+    err.print(
+        f"combee serve: http://{settings.host}:{settings.port}/v1 -> {gateway.upstream.base_url}; "
+        f"store {settings.store}; {learning}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    serve(asgi, settings)
+
+
+@serve_app.command("learn")
+@with_setting_options(LEARN_SETTINGS)
+@opt.with_endpoint_options()
+def learn_round_command(
+    store: Store = Path("combee-serve"),
+    agent: Namespace = DEFAULT_NAMESPACE,
+    activate: Annotated[str, typer.Option(help="always | checked.")] = "always",
+    strategy: Annotated[str, typer.Option(help="sequential | naive | combee | ...")] = "combee",
+    batch_size: Annotated[str, typer.Option(help="Traces per iteration, or auto.")] = "40",
+    **options: Any,
+) -> None:
+    """One learning round now on the store's new scored traces (a worker beside the gateway:
+    the gateway serves the new version within a second)."""
+    from combee.serve.learner import learn_round
+    from combee.serve.settings import serve_settings
+    from combee.serve.store import TraceStore
+
+    values = settings_from_options(LEARN_SETTINGS, options)
+    endpoint = opt.endpoint_of(options, cache=None, seed=values["seed"])
+
+    async def once() -> str:
+        settings = serve_settings(store=str(store), activate=activate)
+        with TraceStore(store) as opened:
+            result = await learn_round(
+                opened, agent, llm=endpoint, settings=settings, seed=values["seed"],
+                learn_settings={
+                    **values, "strategy": strategy, "batch_size": opt.batch_size_value(batch_size)
+                },
+            )  # fmt: skip
+        return result.line()
+
+    err.print(run(once()), highlight=False, soft_wrap=True)
+
+
+@serve_app.command("rollback")
+def rollback_command(
+    store: Store = Path("combee-serve"),
+    agent: Namespace = DEFAULT_NAMESPACE,
+    version: Annotated[
+        int | None, typer.Option(help="The version to serve (default: the active one's parent).")
+    ] = None,
+) -> None:
+    """Serve an earlier playbook version again (a running gateway picks it up within a second)."""
+    from combee.errors import CombeeError
+    from combee.serve.gateway import rollback_target
+    from combee.serve.store import TraceStore, activate_version
+
+    try:
+        with TraceStore(store) as opened:
+            target = version if version is not None else rollback_target(opened, agent)
+            opened.write(activate_version(agent, target))
+    except CombeeError as problem:
+        raise fail(str(problem)) from None
+    err.print(f"namespace {agent}: playbook v{target} is active", highlight=False)
+
+
+@serve_app.command("playbook")
+def playbook_command(
+    store: Store = Path("combee-serve"),
+    agent: Namespace = DEFAULT_NAMESPACE,
+) -> None:
+    """Print the active playbook; list every version on stderr."""
+    from combee.serve.store import TraceStore
+
+    with TraceStore(store) as opened:
+        versions = opened.versions(agent)
+    if not versions:
+        raise fail(f"namespace {agent} has no playbook yet in {store}")
+    for v in versions:
+        err.print(
+            f"v{v.version} {v.status:8} {len(v.traces):4} trace(s)  {v.note}", highlight=False
+        )
+    active = next((v for v in versions if v.status == "active"), None)
+    if active is not None:
+        typer.echo(active.text)
+
+
+@serve_app.command("export")
+def export_command(
+    store: Store = Path("combee-serve"),
+    out: Annotated[Path, typer.Option(help="The JSON Lines file to write.")] = Path("traces.jsonl"),
+    agent: Namespace = DEFAULT_NAMESPACE,
+    scored: Annotated[bool, typer.Option(help="Only traces with feedback.")] = False,
+) -> None:
+    """Write the store's conversations in the OpenAI chat trace format (``combee learn`` and
+    ``combee eval-traces`` read it)."""
+    from combee.serve.export import export_chat
+
+    count = export_chat(store, out, namespace=agent, scored_only=scored)
+    err.print(f"wrote {count} trace(s) to {out}", highlight=False)

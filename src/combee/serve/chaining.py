@@ -1,0 +1,87 @@
+"""Which conversation a request continues, when the agent sends no session id.
+
+A chat agent resends the whole conversation on every call: the messages it sent before, the
+assistant's reply, then its new turns. So a request continues an earlier exchange when its
+messages start with that exchange's messages and reply. Each exchange is stored under the digest
+of those messages (its ``chain_key``); a request's running digest over its own messages is
+compared with the stored keys at every assistant turn, the longest match wins. One pass over the
+messages: linear in the request's length.
+
+Messages are compared in a canonical form (role, text, tool calls by id, name and arguments), so
+a framework that resends ``content: null`` as ``""`` or re-encodes the arguments' JSON still
+continues its conversation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from combee.tasks.traces.chat import content_text
+
+
+def canonical(message: Mapping[str, Any]) -> bytes:
+    """The parts of ``message`` that identify it, as bytes."""
+    calls = message.get("tool_calls") or []
+    shown_calls = []
+    if isinstance(calls, list):
+        for call in calls:
+            if not isinstance(call, Mapping):
+                continue
+            function = call.get("function")
+            function = function if isinstance(function, Mapping) else {}
+            shown_calls.append(
+                [str(call.get("id") or ""), str(function.get("name") or ""), _arguments(function)]
+            )
+    role = str(message.get("role") or "")
+    parts = [
+        "system" if role == "developer" else role,
+        content_text(message.get("content")),
+        shown_calls,
+        str(message.get("tool_call_id") or ""),
+    ]
+    return json.dumps(parts, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _arguments(function: Mapping[str, Any]) -> Any:
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            return json.loads(arguments)
+        except ValueError:
+            return arguments
+    return arguments
+
+
+def running_keys(namespace: str, messages: Sequence[Mapping[str, Any]]) -> Iterator[str]:
+    """The digest of ``messages[:i + 1]`` in ``namespace``, for each i in turn."""
+    digest = hashlib.sha256(namespace.encode())
+    for message in messages:
+        digest.update(hashlib.sha256(canonical(message)).digest())
+        yield digest.copy().hexdigest()
+
+
+def chain_key(
+    namespace: str, messages: Sequence[Mapping[str, Any]], reply: Mapping[str, Any] | None
+) -> str:
+    """The key an exchange is stored under: the digest of its messages and its reply."""
+    keys = list(running_keys(namespace, [*messages, *([reply] if reply else [])]))
+    return keys[-1] if keys else ""
+
+
+def continued(
+    namespace: str,
+    messages: Sequence[Mapping[str, Any]],
+    known: Mapping[tuple[str, str], str],
+) -> str | None:
+    """The trace ``messages`` continue (the longest prefix ending at an assistant turn whose
+    digest ``known`` maps to a trace), or None."""
+    found = None
+    for message, key in zip(messages, running_keys(namespace, messages), strict=True):
+        if message.get("role") == "assistant":
+            trace = known.get((namespace, key))
+            if trace is not None:
+                found = trace
+    return found

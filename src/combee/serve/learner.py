@@ -1,0 +1,293 @@
+"""Learning rounds: the store's newly scored traces folded into the next playbook version.
+
+A round takes the traces whose feedback arrived after the namespace's watermark, learns from
+them with :func:`combee.learn.learn_traces_async` (the engine of ``combee learn``) starting from
+the active playbook, and stores the result as the next version, with the traces each new bullet
+was learned from. The version, its activation and the new watermark are one transaction.
+
+Activation: ``always`` serves the new version at once; ``checked`` first holds out a share of the
+round's traces and compares next-action accuracy (:func:`combee.evaluate_next_actions_async`)
+with the new playbook against the active one (or none): a drop keeps the new version out
+(``refused``), and so does a check that could not be made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from combee.core.loop import IterationReport, LoopObserver
+from combee.errors import CombeeError
+from combee.serve.records import Feedback, PlaybookVersion
+from combee.serve.settings import ServeSettings
+from combee.serve.store import TraceStore, add_version, ensure_first, set_watermark
+from combee.serve.trace_form import trace_of
+
+logger = logging.getLogger(__name__)
+
+ROUNDS_FOLDER = "rounds"
+
+
+@dataclass
+class RoundResult:
+    """What a round did. ``version`` is None when nothing was learned (``skipped`` says why)."""
+
+    namespace: str
+    traces: int = 0
+    version: int | None = None
+    activated: bool = False
+    check: Mapping[str, Any] | None = None
+    seconds: float = 0.0
+    skipped: str = ""
+    bullets: int = 0
+    run_dir: Path | None = None
+
+    def line(self) -> str:
+        """One line for a person watching the gateway."""
+        if self.version is None:
+            return f"learning round [{self.namespace}]: nothing learned ({self.skipped})"
+        state = "active" if self.activated else "refused by the offline check"
+        check = ""
+        if self.check is not None:
+            check = f"; check: {self.check.get('summary', '')}"
+        return (
+            f"learning round [{self.namespace}]: {self.traces} trace(s) folded -> playbook "
+            f"v{self.version} ({self.bullets} bullets, {state}) in {self.seconds:.1f} s{check}"
+        )
+
+
+@dataclass
+class _Provenance(LoopObserver):
+    """Which traces each bullet came from: the samples of the iteration that added it."""
+
+    before: set[str]
+    taught: dict[str, list[str]] = field(default_factory=dict)
+
+    def on_iteration_end(self, report: IterationReport[Any, Any]) -> None:
+        ids = {bullet.id for bullet in getattr(report.context, "bullets", ())}
+        sources = sorted({r.sample_id for r in report.reflections})
+        for new in ids - self.before - set(self.taught):
+            self.taught[new] = sources
+        self.before |= ids
+
+
+async def learn_round(
+    store: TraceStore,
+    namespace: str,
+    *,
+    llm: Any,
+    settings: ServeSettings,
+    learn_settings: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    initial: str = "",
+) -> RoundResult:
+    """One round for ``namespace`` (see the module's docstring); ``llm`` is the learner's
+    endpoint or client, ``learn_settings`` those of ``combee learn`` (strategy, batch size,
+    ...), ``initial`` the starting playbook (version 1, when the namespace has none yet)."""
+    from combee.learn import learn_traces_async
+    from combee.methods.ace import Playbook
+    from combee.offline_eval import evaluate_next_actions_async
+
+    started = time.perf_counter()
+    watermark = store.watermark(namespace)
+    rows = await asyncio.to_thread(store.feedback_after, namespace, watermark)
+    result = RoundResult(namespace)
+    if not rows:
+        result.skipped = "no new feedback"
+        return result
+    last = rows[-1][0]
+    outcomes = latest_outcomes(feedback for _, feedback in rows)
+    traces = [
+        trace
+        for trace_id, feedback in outcomes.items()
+        if (trace := trace_of(store.exchanges(trace_id), feedback)) is not None
+    ]
+    result.traces = len(traces)
+    if not traces:
+        await store.write_async(set_watermark(namespace, last))
+        result.skipped = "the feedback names no conversation with a reply"
+        return result
+    await store.write_async(ensure_first(namespace, initial))
+    active = store.active(namespace)
+    learn_set, check_set = list(traces), list[Any]()
+    if settings.activate == "checked":
+        learn_set, check_set = _held_out(traces, settings.check_share, seed)
+    number = len(store.versions(namespace)) + 1
+    run_dir = store.folder / ROUNDS_FOLDER / namespace / f"v{number:04d}"
+    start = Playbook.parse(active.text) if active is not None else Playbook()
+    provenance = _Provenance({b.id for b in start.bullets})
+    options = dict(learn_settings or {})
+    options.setdefault("batch_size", min(len(learn_set), 40))
+    learned = await learn_traces_async(
+        learn_set,
+        llm=llm,
+        seed=seed,
+        initial_context=start,
+        run_dir=run_dir,
+        overwrite=True,
+        observers=[provenance],
+        **options,
+    )
+    activate = True
+    check: dict[str, Any] | None = None
+    if settings.activate == "checked":
+        check = await _check(
+            evaluate_next_actions_async, check_set, learned.text, active, llm, seed
+        )
+        activate = bool(check.get("passed"))
+    version = PlaybookVersion(
+        namespace=namespace,
+        version=0,
+        text=learned.text,
+        created=time.time(),
+        status="refused" if not activate else "active",
+        parent=None if active is None else active.version,
+        traces=[t.id for t in learn_set],
+        provenance=provenance.taught,
+        check=check,
+        note=f"learned from {len(learn_set)} trace(s) in {run_dir.relative_to(store.folder)}",
+    )
+    result.version = await store.write_async(
+        add_version(version, activate=activate, watermark=last)
+    )
+    result.activated = activate
+    result.check = check
+    result.bullets = len(Playbook.parse(learned.text).bullets)
+    result.run_dir = run_dir
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+async def _check(
+    evaluate: Callable[..., Any],
+    traces: Sequence[Any],
+    text: str,
+    active: PlaybookVersion | None,
+    llm: Any,
+    seed: int,
+) -> dict[str, Any]:
+    """Next-action accuracy (tool and arguments) on ``traces`` with the new playbook against
+    the active one (without one when none is active); passed when it does not drop."""
+    try:
+        new = await evaluate(traces, playbook=text, llm=llm, seed=seed)
+        old_rate = new.arguments["without_playbook"]
+        if active is not None and active.text.strip():
+            old = await evaluate(traces, playbook=active.text, llm=llm, seed=seed)
+            old_rate = old.arguments["with_playbook"]
+    except CombeeError as problem:
+        return {"passed": False, "summary": f"not made: {problem}"}
+    new_rate = new.arguments["with_playbook"]
+    passed = new_rate.rate >= old_rate.rate
+    return {
+        "passed": passed,
+        "new": {"correct": new_rate.correct, "n": new_rate.n},
+        "active": {"correct": old_rate.correct, "n": old_rate.n},
+        "summary": f"next action right {new_rate.correct}/{new_rate.n} with it, "
+        f"{old_rate.correct}/{old_rate.n} with the active playbook "
+        f"({'kept' if passed else 'a drop: not activated'})",
+    }
+
+
+def latest_outcomes(feedback: Any) -> dict[str, Feedback]:
+    """One outcome per trace: the latest report's reward, flag and text, each falling back to
+    an earlier report's when the latest leaves it out."""
+    found: dict[str, Feedback] = {}
+    for item in feedback:
+        before = found.get(item.trace_id)
+        if before is not None:
+            item = Feedback(
+                trace_id=item.trace_id,
+                namespace=item.namespace,
+                reward=item.reward if item.reward is not None else before.reward,
+                success=item.success if item.success is not None else before.success,
+                text=item.text or before.text,
+                created=item.created,
+            )
+        found[item.trace_id] = item
+    return found
+
+
+def _held_out(traces: Sequence[Any], share: float, seed: int) -> tuple[list[Any], list[Any]]:
+    order = list(traces)
+    random.Random(seed).shuffle(order)
+    count = max(1, round(len(order) * share)) if len(order) > 1 else 0
+    return order[count:], order[:count]
+
+
+class ContinuousLearner:
+    """Runs :func:`learn_round` in the background: when a namespace has ``learn_every`` traces
+    with new feedback, and every ``learn_interval`` seconds to catch what another process
+    wrote. One round at a time; a failed round is logged and retried at the next look."""
+
+    def __init__(
+        self,
+        store: TraceStore,
+        *,
+        llm: Any,
+        settings: ServeSettings,
+        learn_settings: Mapping[str, Any] | None = None,
+        on_round: Callable[[RoundResult], None] | None = None,
+        initial: str = "",
+    ) -> None:
+        self.store = store
+        self.llm = llm
+        self.settings = settings
+        self.learn_settings = dict(learn_settings or {})
+        self.on_round = on_round
+        self.initial = initial
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+
+    def poke(self, namespace: str = "") -> None:
+        """New feedback arrived: look now."""
+        self._wake.set()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def run_now(self, namespace: str) -> RoundResult:
+        """One round now, whatever the count (``POST /v1/learn``, ``combee serve learn``)."""
+        async with self._lock:
+            result = await learn_round(
+                self.store,
+                namespace,
+                llm=self.llm,
+                settings=self.settings,
+                learn_settings=self.learn_settings,
+                initial=self.initial,
+            )
+        if self.on_round is not None:
+            self.on_round(result)
+        return result
+
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.settings.learn_interval)
+            self._wake.clear()
+            for namespace in await asyncio.to_thread(self.store.namespaces):
+                if self.settings.learn_every and self._due(namespace):
+                    try:
+                        await self.run_now(namespace)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as problem:  # the gateway keeps serving
+                        logger.error("learning round [%s] failed: %s", namespace, problem)
+
+    def _due(self, namespace: str) -> bool:
+        rows = self.store.feedback_after(namespace, self.store.watermark(namespace))
+        return len({feedback.trace_id for _, feedback in rows}) >= self.settings.learn_every

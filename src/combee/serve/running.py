@@ -1,0 +1,176 @@
+"""``combee.serve.serve``: the gateway on uvicorn, its learner beside it, until a signal stops it.
+
+On SIGINT or SIGTERM uvicorn stops accepting, lets in-flight requests finish (their exchanges are
+stored), then the learner's round in progress is cancelled (nothing of it is stored: a version
+and its activation are written together or not at all) and the store's queued writes are
+committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from combee.errors import ConfigError
+from combee.serve.gateway import Gateway
+from combee.serve.learner import ContinuousLearner, RoundResult
+from combee.serve.settings import ServeSettings
+from combee.serve.store import TraceStore
+from combee.serve.upstream import HttpUpstream
+
+logger = logging.getLogger(__name__)
+
+_POLL_S = 1.0
+"""How often the gateway looks whether another process changed the active playbooks."""
+
+
+def create_gateway(
+    upstream: str,
+    *,
+    settings: ServeSettings,
+    model: str = "",
+    api_key_env: str = "OPENAI_API_KEY",
+    token: str | None = None,
+    redact: bool = True,
+    learner_llm: Any = None,
+    learn_settings: Mapping[str, Any] | None = None,
+    on_round: Callable[[RoundResult], None] | None = None,
+) -> tuple[Gateway, Any]:
+    """The gateway and its ASGI app (the learner starts with the app, when ``learner_llm`` is
+    given and ``settings.learn_every`` is not 0). ``redact``: secret-like strings are replaced
+    in what the store keeps (as in all of Combee's LLM traffic)."""
+    initial = starting_playbook(settings.playbook)
+    store = TraceStore(settings.store)
+    http = HttpUpstream(upstream, api_key_env=api_key_env)
+    learner: ContinuousLearner | None = None
+    gateway: Gateway
+
+    def round_done(result: RoundResult) -> None:
+        gateway.refresh()
+        logger.info("%s", result.line())
+        if on_round is not None:
+            on_round(result)
+
+    if learner_llm is not None:
+        learner = ContinuousLearner(
+            store,
+            llm=learner_llm,
+            settings=settings,
+            learn_settings=learn_settings,
+            on_round=round_done,
+            initial=initial,
+        )
+    gateway = Gateway(
+        http,
+        store,
+        settings,
+        model=model,
+        token=token,
+        redact=redact,
+        initial=initial,
+        on_feedback=None if learner is None else learner.poke,
+    )
+    gateway.learner = learner
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncIterator[None]:
+        if learner is not None:
+            learner.start()
+        watcher = asyncio.create_task(_watch(gateway))
+        try:
+            yield
+        finally:
+            watcher.cancel()
+            if learner is not None:
+                await learner.stop()
+            await http.aclose()
+            await asyncio.to_thread(store.close)
+
+    return gateway, gateway.app(lifespan=lifespan)
+
+
+def starting_playbook(path: str) -> str:
+    """The text of the ``playbook`` setting's file ("" when none is named)."""
+    if not path:
+        return ""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as problem:
+        raise ConfigError(f"{path} cannot be read ({problem})", setting="playbook") from None
+
+
+async def _watch(gateway: Gateway) -> None:
+    """Read the active playbooks again when another process (``combee serve learn``,
+    ``combee serve rollback``) has committed to the store."""
+    with gateway.store.reading() as db:
+        seen = gateway.store.data_version(db)
+        while True:
+            await asyncio.sleep(_POLL_S)
+            now = gateway.store.data_version(db)
+            if now != seen:
+                seen = now
+                await asyncio.to_thread(gateway.refresh)
+
+
+def serve(app: Any, settings: ServeSettings, *, log_level: str = "warning") -> None:
+    """Run ``app`` on uvicorn at the settings' host and port until SIGINT/SIGTERM."""
+    import uvicorn
+
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=log_level,
+        timeout_graceful_shutdown=30,
+        access_log=False,
+    )
+
+
+class GatewayThread:
+    """The gateway's app on uvicorn in a background thread (tests, notebooks, an agent's own
+    process); :meth:`stop` shuts it down as a signal would."""
+
+    def __init__(self, app: Any, *, host: str = "127.0.0.1", port: int = 0) -> None:
+        import threading
+        import time
+
+        import uvicorn
+
+        config = uvicorn.Config(
+            app, host=host, port=port, log_level="warning", access_log=False, backlog=4096
+        )
+        self._server = uvicorn.Server(config)
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                asyncio.run(self._server.serve())
+            except BaseException as problem:  # reported to the starting thread below
+                failure.append(problem)
+
+        self._thread = threading.Thread(target=run, name="combee-gateway", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 30.0
+        while not self._server.started:
+            if failure or not self._thread.is_alive() or time.monotonic() > deadline:
+                self._server.should_exit = True
+                reason = failure[0] if failure else "it did not start"
+                raise ConfigError(f"gateway: cannot listen on {host}:{port}: {reason}")
+            time.sleep(0.01)
+        bound = self._server.servers[0].sockets[0].getsockname()
+        self.url = f"http://{bound[0]}:{bound[1]}"
+        self.base_url = f"{self.url}/v1"
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=60.0)
+
+    def __enter__(self) -> GatewayThread:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,65 @@
+"""The gateway's settings, declared once (the command line's flags come from here)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from combee.core.settings import SettingsGroup, checked, declared, setting
+from combee.errors import ConfigError
+
+ACTIVATION = ("always", "checked")
+
+
+@dataclass(frozen=True)
+class ServeSettings(SettingsGroup):
+    OWNER = "serve"
+
+    host: str = setting("127.0.0.1", "Address to listen on (127.0.0.1: this machine only).")
+    port: int = setting(8700, "Port to listen on.", least=1, most=65535)
+    store: str = setting("combee-serve", "Folder of the trace store and the learning rounds.")
+    playbook: str = setting(
+        "", "A file holding the starting playbook (version 1 of every namespace; none: empty)."
+    )
+    learn_every: int = setting(
+        20,
+        "Run a learning round once this many traces have new feedback (0: never on its own; "
+        "rounds run by `combee serve learn` or POST /v1/learn).",
+        least=0,
+    )
+    learn_interval: float = setting(
+        10.0, "Seconds between looks at the store for new feedback.", least=0.1
+    )
+    activate: str = setting(
+        "always",
+        "always: a learned playbook is served at once; checked: only if the offline check "
+        "on held-out traces (eval-traces) does not drop.",
+        choices=ACTIVATION,
+    )
+    check_share: float = setting(
+        0.25,
+        "Share of a round's scored traces held out for the offline check (activate=checked).",
+        least=0.05,
+        most=0.9,
+    )
+    max_body_mb: float = setting(
+        32.0, "Largest request body accepted, in MB (a larger one gets 413).", least=0.001
+    )
+
+
+SERVE_SETTINGS = declared(ServeSettings)
+
+
+def serve_settings(**given: Any) -> ServeSettings:
+    """``ServeSettings`` from keywords, each checked (a ConfigError names a bad one)."""
+    names = {f.name for f in fields(ServeSettings)}
+    unknown = sorted(set(given) - names)
+    if unknown:
+        raise ConfigError(
+            f"is not a gateway setting (settings: {', '.join(sorted(names))})",
+            setting=unknown[0],
+        )
+    values = {
+        item.name: checked(item, given.get(item.name, item.default)) for item in SERVE_SETTINGS
+    }
+    return ServeSettings(**values)

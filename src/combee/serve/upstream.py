@@ -1,0 +1,119 @@
+"""The endpoint behind the gateway, reached over HTTP with ``aiohttp``.
+
+A gateway passes bytes through: the upstream's status, body and stream reach the agent as the
+upstream sent them, so the SDK's typed request and parsed reply (built for a client, not a proxy)
+are not in the path. The upstream's key is read from the environment once and sent only to the
+upstream; the agent's own ``Authorization`` header is never forwarded.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+
+import aiohttp
+
+from combee.errors import ConfigError
+from combee.llm.openai_backend import is_loopback
+from combee.llm.redact import basic_auth, without_credentials
+
+_PASSED_HEADERS = ("content-type", "openai-processing-ms", "x-request-id", "retry-after")
+"""Upstream reply headers the agent sees as they were (others are the connection's own)."""
+
+
+@dataclass
+class UpstreamReply:
+    """An open reply: its status, the headers passed on, and its body as it arrives."""
+
+    status: int
+    headers: dict[str, str]
+    response: aiohttp.ClientResponse
+
+    async def body(self) -> bytes:
+        return await self.response.read()
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        async for chunk in self.response.content.iter_any():
+            yield chunk
+
+    def close(self) -> None:
+        self.response.release()
+
+
+class UpstreamError(Exception):
+    """The upstream could not be reached or broke off; the text says which and why."""
+
+
+class HttpUpstream:
+    """An OpenAI-compatible endpoint at ``base_url`` (``.../v1``)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout_s: float = 600.0,
+        max_connections: int = 4096,
+    ) -> None:
+        plain, authorization = basic_auth(base_url)
+        if not plain or not plain.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"{without_credentials(base_url)!r} is not an http(s) URL of an "
+                "OpenAI-compatible endpoint (e.g. http://127.0.0.1:8000/v1)",
+                setting="upstream",
+            )
+        self.base_url = plain.rstrip("/")
+        key = os.environ.get(api_key_env)
+        if authorization is None and key:
+            authorization = f"Bearer {key}"
+        if authorization is None and not is_loopback(self.base_url):
+            raise ConfigError(
+                f"the environment variable {api_key_env} is not set, but {self.base_url} needs "
+                f"an API key: export {api_key_env}=... or name another variable with "
+                "--api-key-env",
+                setting="api_key_env",
+            )
+        self._headers = {"Authorization": authorization} if authorization else {}
+        self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=30.0)
+        self._max_connections = max_connections
+        self._session: aiohttp.ClientSession | None = None
+
+    def __repr__(self) -> str:
+        return f"HttpUpstream({self.base_url!r})"
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            connector = aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0)
+            self._session = aiohttp.ClientSession(
+                connector=connector, timeout=self._timeout, trust_env=True, auto_decompress=True
+            )
+        return self._session
+
+    async def post(self, path: str, body: bytes, extra: Mapping[str, str]) -> UpstreamReply:
+        """POST ``body`` (JSON) to ``path``; the reply open, to be read or streamed."""
+        headers = {**extra, **self._headers, "Content-Type": "application/json"}
+        try:
+            response = await self._client().post(self.base_url + path, data=body, headers=headers)
+        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            raise UpstreamError(self._why(error)) from None
+        passed = {
+            name: response.headers[name] for name in _PASSED_HEADERS if name in response.headers
+        }
+        return UpstreamReply(response.status, passed, response)
+
+    async def get(self, path: str) -> tuple[int, bytes]:
+        try:
+            async with self._client().get(self.base_url + path, headers=self._headers) as r:
+                return r.status, await r.read()
+        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            raise UpstreamError(self._why(error)) from None
+
+    def _why(self, error: BaseException) -> str:
+        reason = str(error) or type(error).__name__
+        return f"the upstream {self.base_url} did not answer: {reason}"
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
