@@ -425,6 +425,7 @@ class Gateway:
         try:
             result = await self.learner.run_now(namespace)
         except Exception as problem:  # reported to the caller; the gateway keeps serving
+            logger.error("learning round [%s] failed: %s", namespace, problem)
             return error(500, f"the learning round failed: {problem}", kind="server_error")
         return JSONResponse(
             {

@@ -96,6 +96,8 @@ async def learn_round(
     from combee.offline_eval import evaluate_next_actions_async
 
     started = time.perf_counter()
+    options = dict(learn_settings or {})
+    seed = options.pop("seed", seed)
     watermark = store.watermark(namespace)
     rows = await asyncio.to_thread(store.feedback_after, namespace, watermark)
     result = RoundResult(namespace)
@@ -123,7 +125,6 @@ async def learn_round(
     run_dir = store.folder / ROUNDS_FOLDER / namespace / f"v{number:04d}"
     start = Playbook.parse(active.text) if active is not None else Playbook()
     provenance = _Provenance({b.id for b in start.bullets})
-    options = dict(learn_settings or {})
     options.setdefault("batch_size", min(len(learn_set), 40))
     learned = await learn_traces_async(
         learn_set,
