@@ -6,7 +6,9 @@ or native tool calls through :class:`Reply`); the server adds latency (time to f
 prompt and decode throughput, a capacity limit with a FIFO queue, jitter, stragglers) and
 injected faults (429 with Retry-After, 500, hangs, malformed bodies), all drawn from a seeded
 RNG per request index. Gates (:mod:`combee.sim.gates`) hold chosen calls until their whole wave
-has arrived, so tests prove that calls overlap by counting rather than by timing.
+has arrived, so tests prove that calls overlap by counting rather than by timing. A request with
+``"stream": true`` gets its reply as server-sent events (:mod:`combee.sim.streaming`), the time
+to the first token before the first chunk and the decode time spread over the chunks.
 """
 
 from __future__ import annotations
@@ -31,6 +33,14 @@ try:
     from starlette.requests import ClientDisconnect, Request
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
+
+    from combee.sim.streaming import (
+        EventStream,
+        stream_events,
+        truncated,
+        wants_stream,
+        wants_usage,
+    )
 except ImportError as error:  # a plain install, without the sim extra
     absent = missing() or [str(error.name)]
     raise ImportError(needs("the scripted server", absent), name=error.name) from error
@@ -193,6 +203,7 @@ async def _serve(
     capacity = _capacity(state)
     if capacity is not None:
         await capacity.acquire()
+    streaming = False  # a stream keeps its place in the capacity limit until it ends
     try:
         started = time.perf_counter()
         try:
@@ -205,12 +216,20 @@ async def _serve(
             state.record(index, body, arrived, started, 500, "responder_error")
             return _error(500, f"responder failed: {type(error).__name__}: {error}")
         usage = reply["usage"]
-        delay = _latency(state.config, usage["prompt_tokens"], usage["completion_tokens"])
-        if not await _sleep_unless_disconnected(request, delay * plan.latency_factor):
+        first, decode = _latency(state.config, usage["prompt_tokens"], usage["completion_tokens"])
+        if not wants_stream(body):  # the whole reply at once
+            first, decode = first + decode, 0.0
+        factor = plan.latency_factor
+        if not await _sleep_unless_disconnected(request, first * factor):
             state.record(index, body, arrived, started, CLIENT_CLOSED, plan.fault)
             return Response(status_code=CLIENT_CLOSED)
+        if wants_stream(body):
+            streaming = True
+            return _stream(
+                state, capacity, index, body, plan, arrived, started, reply, decode * factor
+            )
     finally:
-        if capacity is not None:
+        if capacity is not None and not streaming:
             capacity.release()
     state.record(index, body, arrived, started, 200, plan.fault)
     if plan.fault == "bad_body":
@@ -241,13 +260,38 @@ def _plan(config: SimConfig, index: int) -> _Plan:
     return _Plan(fault, factor, index % 2)
 
 
-def _latency(config: SimConfig, prompt_tokens: int, completion_tokens: int) -> float:
-    delay = config.ttft_s
+def _stream(
+    state: _State,
+    capacity: asyncio.Semaphore | None,
+    index: int,
+    body: dict[str, Any],
+    plan: _Plan,
+    arrived: float,
+    started: float,
+    reply: dict[str, Any],
+    decode_s: float,
+) -> Response:
+    """The reply as server-sent events; recorded, and its capacity given back, once it ends."""
+    events = stream_events(reply, wants_usage(body))
+    if plan.fault == "bad_body":
+        events = truncated(events, plan.bad_body_variant)
+
+    def end(sent_all: bool) -> None:
+        if capacity is not None:
+            capacity.release()
+        status = 200 if sent_all else CLIENT_CLOSED
+        state.record(index, body, arrived, started, status, plan.fault)
+
+    return EventStream(events, decode_s, end)
+
+
+def _latency(config: SimConfig, prompt_tokens: int, completion_tokens: int) -> tuple[float, float]:
+    """Seconds to the first token (prompt included), then seconds to decode the completion."""
+    first = config.ttft_s
     if config.prompt_tokens_per_s:
-        delay += prompt_tokens / config.prompt_tokens_per_s
-    if config.decode_tokens_per_s:
-        delay += completion_tokens / config.decode_tokens_per_s
-    return delay
+        first += prompt_tokens / config.prompt_tokens_per_s
+    decode = completion_tokens / config.decode_tokens_per_s if config.decode_tokens_per_s else 0.0
+    return first, decode
 
 
 def _capacity(state: _State) -> asyncio.Semaphore | None:
