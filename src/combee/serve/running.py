@@ -127,6 +127,8 @@ def serve(app: Any, settings: ServeSettings, *, log_level: str = "warning") -> N
         log_level=log_level,
         timeout_graceful_shutdown=30,
         access_log=False,
+        proxy_headers=False,  # the gateway records no client address: nothing to read
+        backlog=4096,
     )
 
 

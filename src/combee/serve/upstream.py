@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import aiohttp
 
 from combee.errors import ConfigError
+from combee.llm.lean_backend import env_proxy
 from combee.llm.openai_backend import is_loopback
 from combee.llm.redact import basic_auth, without_credentials
 
@@ -77,6 +78,9 @@ class HttpUpstream:
         self._headers = {"Authorization": authorization} if authorization else {}
         self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=30.0)
         self._max_connections = max_connections
+        # Read once: aiohttp's trust_env would read the proxy settings and ~/.netrc again on
+        # every request, on a worker thread.
+        self._proxy = env_proxy(self.base_url)
         self._session: aiohttp.ClientSession | None = None
 
     def __repr__(self) -> str:
@@ -86,7 +90,7 @@ class HttpUpstream:
         if self._session is None:
             connector = aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0)
             self._session = aiohttp.ClientSession(
-                connector=connector, timeout=self._timeout, trust_env=True, auto_decompress=True
+                connector=connector, timeout=self._timeout, auto_decompress=True
             )
         return self._session
 
@@ -104,7 +108,9 @@ class HttpUpstream:
 
     async def get(self, path: str) -> tuple[int, bytes]:
         try:
-            async with self._client().get(self.base_url + path, headers=self._headers) as r:
+            async with self._client().get(
+                self.base_url + path, headers=self._headers, proxy=self._proxy
+            ) as r:
                 return r.status, await r.read()
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
             raise UpstreamError(self._why(error)) from None
