@@ -113,7 +113,7 @@ def test_an_agents_sdk_agent_learns_through_the_gateway(tmp_path: Path) -> None:
     for line in active["text"].splitlines():
         found = re.search(r"\[([a-z]+-\d+)\].*Lesson of trace (tr-[0-9a-f]+)", line)
         if found:
-            assert found[2] in provenance[found[1]]
+            assert provenance[found[1]] == [found[2]]
     # The next conversation's system prompt, at the upstream, carries version 2.
     assert len(after) == 2
     for body in after:

@@ -91,7 +91,7 @@ def serve_command(
             learn_settings={
                 **values, "strategy": strategy, "batch_size": opt.batch_size_value(batch_size)
             },
-            on_round=lambda result: err.print(result.line(), highlight=False, soft_wrap=True),
+            on_round=lambda result: err.print(result.line(), markup=False, highlight=False),
         )  # fmt: skip
     except CombeeError as problem:
         from combee.cli.flags import cli_message
@@ -143,7 +143,7 @@ def learn_round_command(
             )  # fmt: skip
         return result.line()
 
-    err.print(run(once()), highlight=False, soft_wrap=True)
+    err.print(run(once()), markup=False, highlight=False)
 
 
 @serve_app.command("rollback")

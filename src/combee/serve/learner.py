@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -65,17 +66,39 @@ class RoundResult:
 
 @dataclass
 class _Provenance(LoopObserver):
-    """Which traces each bullet came from: the samples of the iteration that added it."""
+    """Which traces each new bullet was learned from: among the samples of the iteration that
+    added it, those whose lesson it restates (most words in common with its text), else all of
+    them."""
 
     before: set[str]
     taught: dict[str, list[str]] = field(default_factory=dict)
 
     def on_iteration_end(self, report: IterationReport[Any, Any]) -> None:
-        ids = {bullet.id for bullet in getattr(report.context, "bullets", ())}
-        sources = sorted({r.sample_id for r in report.reflections})
-        for new in ids - self.before - set(self.taught):
-            self.taught[new] = sources
-        self.before |= ids
+        bullets = {bullet.id: bullet for bullet in getattr(report.context, "bullets", ())}
+        lessons = [
+            (r.sample_id, _words(" ".join(str(v) for v in r.fields.values())))
+            for r in report.reflections
+        ]
+        for new in set(bullets) - self.before - set(self.taught):
+            self.taught[new] = _sources(_words(bullets[new].content), lessons)
+        self.before |= set(bullets)
+
+
+_WORD = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def _sources(bullet: set[str], lessons: Sequence[tuple[str, set[str]]]) -> list[str]:
+    """The samples whose lesson shares the most of ``bullet``'s words (a tie keeps them all;
+    none sharing a third of them: every sample of the iteration)."""
+    scored = [(len(bullet & words) / max(1, len(bullet)), sample) for sample, words in lessons]
+    best = max((score for score, _ in scored), default=0.0)
+    if best < 1 / 3:
+        return sorted({sample for _, sample in scored})
+    return sorted({sample for score, sample in scored if score == best})
 
 
 async def learn_round(
