@@ -38,7 +38,7 @@ def serve_command(
         typer.Option(
             envvar="COMBEE_UPSTREAM",
             help="The OpenAI-compatible endpoint agents' requests go to, e.g. "
-            "http://127.0.0.1:8000/v1.",
+            "http://127.0.0.1:8000/v1, or local[:smollm2|PATH.gguf] for the embedded model.",
         ),
     ] = None,
     token: Annotated[
@@ -75,7 +75,9 @@ def serve_command(
 
     values = settings_from_options(_LEARNING, options)
     serve_values = {item.name: values.pop(item.name) for item in SERVE_SETTINGS}
-    if not options["base_url"]:
+    if not options["base_url"] and not (
+        upstream.startswith("local") and options["model"].startswith("local")
+    ):
         options["base_url"] = upstream
     endpoint = opt.endpoint_of(options, cache=None, seed=values["seed"])
     try:

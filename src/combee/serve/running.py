@@ -9,15 +9,19 @@ committed.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from combee.errors import ConfigError
+from combee.llm.connect import Endpoint
 from combee.serve.gateway import Gateway
 from combee.serve.learner import ContinuousLearner, RoundResult
+from combee.serve.local_upstream import MODEL_ALIAS, LocalUpstream, is_local
 from combee.serve.settings import ServeSettings
 from combee.serve.store import TraceStore
 from combee.serve.upstream import HttpUpstream
@@ -40,10 +44,20 @@ def create_gateway(
     learn_settings: Mapping[str, Any] | None = None,
     on_round: Callable[[RoundResult], None] | None = None,
 ) -> tuple[Gateway, Any]:
-    """The gateway and its ASGI app (the learner starts with the app, when ``learner_llm`` is
-    given and ``settings.learn_every`` is not 0). ``redact``: secret-like strings are replaced
-    in what the store keeps (as in all of Combee's LLM traffic)."""
+    """The gateway and its ASGI app.
+
+    ``upstream``: an OpenAI-compatible base URL, or ``local`` (``local:smollm2``,
+    ``local:PATH.gguf``) for the embedded model behind llama.cpp's server. The learner starts
+    with the app when ``learner_llm`` is given and ``settings.learn_every`` is not 0.
+    ``redact``: secret-like strings are replaced in what the store keeps (as in all of Combee's
+    LLM traffic)."""
     initial = starting_playbook(settings.playbook)
+    local = None
+    if is_local(upstream):  # the embedded model, behind llama.cpp's own server
+        local = LocalUpstream(upstream)
+        atexit.register(local.stop)
+        upstream, model = local.base_url, model or MODEL_ALIAS
+        learner_llm = _learning_locally(learner_llm, local.base_url)
     store = TraceStore(settings.store)
     http = HttpUpstream(upstream, api_key_env=api_key_env)
     learner: ContinuousLearner | None = None
@@ -89,8 +103,20 @@ def create_gateway(
                 await learner.stop()
             await http.aclose()
             await asyncio.to_thread(store.close)
+            if local is not None:
+                local.stop()
 
     return gateway, gateway.app(lifespan=lifespan)
+
+
+def _learning_locally(learner: Any, base_url: str) -> Any:
+    """An embedded-model learner of a gateway in front of the embedded model: the same server,
+    rather than a second copy of the model in this process."""
+    if isinstance(learner, Endpoint) and learner.base_url is None and is_local(learner.model):
+        return dataclasses.replace(
+            learner, model=MODEL_ALIAS, base_url=base_url, json_mode="json_object_schema"
+        )
+    return learner
 
 
 def starting_playbook(path: str) -> str:
