@@ -144,3 +144,43 @@ def _get(url: str) -> Any:
 
     with urllib.request.urlopen(url, timeout=30) as answer:
         return json.loads(answer.read())
+
+
+def test_a_streaming_agents_sdk_agent_is_recorded_with_its_tool_calls(tmp_path: Path) -> None:
+    from combee.serve.trace_form import conversation
+
+    with serve_in_thread(weather_model) as upstream:
+        gateway, app = create_gateway(
+            upstream.base_url, settings=serve_settings(store=str(tmp_path / "s"), learn_every=0)
+        )
+        with GatewayThread(app) as running:
+
+            async def streamed() -> str:
+                client = openai.AsyncOpenAI(base_url=running.base_url, api_key="k")
+                agent = agents.Agent(
+                    name="weather",
+                    instructions=SYSTEM,
+                    tools=[get_weather],
+                    model=agents.OpenAIChatCompletionsModel(model="sim", openai_client=client),
+                )
+                result = agents.Runner.run_streamed(
+                    agent,
+                    f"What is the temperature in {CITIES[2]}?",
+                    run_config=agents.RunConfig(tracing_disabled=True),
+                )
+                async for _ in result.stream_events():
+                    pass
+                await client.close()
+                return str(result.final_output)
+
+            answer = asyncio.run(streamed())
+        streamed_calls = [r.body.get("stream") for r in upstream.records if r.body.get("tools")]
+    assert f"{TEMPERATURES[CITIES[2]]} C" in answer
+    assert streamed_calls == [True, True]
+    (trace,) = gateway.store.trace_ids("default")
+    messages = conversation(gateway.store.exchanges(trace))
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant"]
+    call = messages[2]["tool_calls"][0]
+    assert call["function"]["name"] == "get_weather"
+    assert messages[3]["tool_call_id"] == call["id"]
+    assert f"{TEMPERATURES[CITIES[2]]} C" in messages[4]["content"]
