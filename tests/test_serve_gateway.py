@@ -263,3 +263,58 @@ def test_playbook_per_namespace_off_on_request_and_conversations_chained(
     with sqlite3.connect(tmp_path / "store" / "traces.sqlite") as db:
         namespaces = sorted(row[0] for row in db.execute("SELECT namespace FROM exchanges"))
     assert namespaces == ["billing", "billing", "default", "default", "default"]
+
+
+def test_what_an_attacker_or_a_log_file_sends_gets_one_clear_answer(
+    tmp_path: Path, upstream: tuple[Upstream, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import urllib.error
+    import urllib.request
+
+    fake, url = upstream
+    gate, app = create_gateway(
+        url, settings=serve_settings(store=str(tmp_path / "store"), learn_every=0, max_body_mb=2)
+    )
+    blob = "token " + "0123456789abcdef" * 65_536  # a 1 MB hex dump after a cue word
+
+    def send(path: str, body: bytes) -> tuple[int, dict[str, Any]]:
+        request = urllib.request.Request(
+            running.url + path, data=body, headers={"Content-Type": "application/json"}
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=120) as answer:
+                return answer.status, json.loads(answer.read())
+        except urllib.error.HTTPError as refused:
+            return refused.code, json.loads(refused.read())
+
+    with GatewayThread(app) as running:
+        status, _ = send(
+            "/v1/chat/completions",
+            json.dumps({"model": "m", "messages": [{"role": "user", "content": blob}]}).encode(),
+        )
+        assert status == 200
+        (trace,) = gate.store.trace_ids("default")
+        known = f'{{"trace_id": "{trace}"'.encode()
+        cases = [
+            ("/v1/chat/completions", b"x" * 3_000_000, 413, "over 2 MB"),
+            ("/v1/chat/completions", b"{not json", 400, "not JSON"),
+            ("/v1/chat/completions", b'{"messages": "hi"}', 400, "'messages' list"),
+            ("/v1/chat/completions", b'{"messages": [1, 2]}', 400, "JSON object"),
+            ("/v1/feedback", b'{"trace_id": "tr-nope", "success": true}', 404, "no trace"),
+            ("/v1/feedback", b'{"session_id": "s", "success": true}', 404, "no conversation"),
+            ("/v1/feedback", known + b', "rewrd": 1}', 400, "unknown field 'rewrd'"),
+            ("/v1/feedback", known + b', "reward": "high"}', 400, "finite number"),
+            ("/v1/feedback", known + b', "success": "yes"}', 400, "true or false"),
+            ("/v1/feedback", known + b"}", 400, "give a reward"),
+            ("/v1/playbook/rollback", b'{"version": "2"}', 400, "whole number"),
+            ("/v1/playbook/rollback", b"{}", 404, "no earlier playbook"),
+            ("/v1/learn", b"{}", 409, "does not learn"),
+        ]
+        for path, body, expected, words in cases:
+            status, answer = send(path, body)
+            assert status == expected, (path, body[:40], answer)
+            assert words in answer["error"]["message"], answer
+    assert len(fake.requests) == 1  # only the well-formed request went upstream
+    assert gate.store.count("feedback") == 0
+    kept = gate.store.exchanges(trace)[0].messages[0]["content"]
+    assert "0123456789abcdef" * 4 not in kept and "[REDACTED:" in kept

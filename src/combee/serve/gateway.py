@@ -158,14 +158,15 @@ class Gateway:
         return str(name)
 
     async def _json_body(self, request: Request) -> Any:
-        size = request.headers.get("content-length")
-        if size is not None and size.isdigit() and int(size) > self._max_body:
-            raise _BadRequest(f"the body is over {self.settings.max_body_mb:g} MB", status=413)
-        raw = b""
+        chunks: list[bytes] = []
+        size = 0
         async for chunk in request.stream():
-            raw += chunk
-            if len(raw) > self._max_body:
+            size += len(chunk)
+            if size > self._max_body:
+                await _drain(request, 8 * self._max_body - size)
                 raise _BadRequest(f"the body is over {self.settings.max_body_mb:g} MB", 413)
+            chunks.append(chunk)
+        raw = b"".join(chunks)
         try:
             return raw, loads(raw)
         except ValueError as problem:
@@ -566,6 +567,15 @@ def _with_playbook(
             messages.insert(0, {"role": "system", "content": text})
         sent["messages"] = messages
     return sent
+
+
+async def _drain(request: Request, budget: int) -> None:
+    """Read and drop the rest of an oversized body (up to ``budget`` bytes), so the client,
+    still sending, can read the 413; beyond the budget the connection is simply closed."""
+    async for chunk in request.stream():
+        budget -= len(chunk)
+        if budget < 0:
+            return
 
 
 def _reply_message(content: bytes) -> dict[str, Any] | None:
