@@ -70,10 +70,10 @@ def test_a_conversation_continues_in_canonical_form() -> None:
         resent,
         {"role": "tool", "tool_call_id": "c1", "content": "ok"},
     ]
-    assert continued("ns", follow, known) == "tr-1"
-    assert continued("other", follow, known) is None
+    assert continued("ns", follow, known)[0] == "tr-1"
+    assert continued("other", follow, known)[0] is None
     changed = [*follow[:2], {**resent, "tool_calls": [{**resent["tool_calls"][0], "id": "c2"}]}]
-    assert continued("ns", changed, known) is None
+    assert continued("ns", changed, known)[0] is None
 
 
 def test_one_outcome_per_trace_the_latest_filling_from_earlier() -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from combee.tasks.traces.chat import content_text
@@ -55,33 +55,53 @@ def _arguments(function: Mapping[str, Any]) -> Any:
     return arguments
 
 
-def running_keys(namespace: str, messages: Sequence[Mapping[str, Any]]) -> Iterator[str]:
-    """The digest of ``messages[:i + 1]`` in ``namespace``, for each i in turn."""
-    digest = hashlib.sha256(namespace.encode())
-    for message in messages:
-        digest.update(hashlib.sha256(canonical(message)).digest())
-        yield digest.copy().hexdigest()
+class Chain:
+    """The running digest of a conversation's messages, in a namespace."""
+
+    __slots__ = ("_digest",)
+
+    def __init__(self, namespace: str) -> None:
+        self._digest = hashlib.sha256(namespace.encode())
+
+    def add(self, message: Mapping[str, Any]) -> None:
+        self._digest.update(hashlib.sha256(canonical(message)).digest())
+
+    def key(self) -> str:
+        """The digest of the messages added so far."""
+        return self._digest.copy().hexdigest()
+
+    def extended(self, message: Mapping[str, Any]) -> str:
+        """The key after ``message``, leaving this chain as it is."""
+        after = Chain.__new__(Chain)
+        after._digest = self._digest.copy()
+        after.add(message)
+        return after.key()
 
 
 def chain_key(
     namespace: str, messages: Sequence[Mapping[str, Any]], reply: Mapping[str, Any] | None
 ) -> str:
     """The key an exchange is stored under: the digest of its messages and its reply."""
-    keys = list(running_keys(namespace, [*messages, *([reply] if reply else [])]))
-    return keys[-1] if keys else ""
+    chain = Chain(namespace)
+    for message in messages:
+        chain.add(message)
+    return chain.extended(reply) if reply is not None else chain.key()
 
 
 def continued(
     namespace: str,
     messages: Sequence[Mapping[str, Any]],
     known: Mapping[tuple[str, str], str],
-) -> str | None:
+) -> tuple[str | None, Chain]:
     """The trace ``messages`` continue (the longest prefix ending at an assistant turn whose
-    digest ``known`` maps to a trace), or None."""
+    digest ``known`` maps to a trace, or None), and the chain of all of ``messages`` (whose
+    :meth:`Chain.extended` by the reply is the exchange's key)."""
     found = None
-    for message, key in zip(messages, running_keys(namespace, messages), strict=True):
+    chain = Chain(namespace)
+    for message in messages:
+        chain.add(message)
         if message.get("role") == "assistant":
-            trace = known.get((namespace, key))
+            trace = known.get((namespace, chain.key()))
             if trace is not None:
                 found = trace
-    return found
+    return found, chain

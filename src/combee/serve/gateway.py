@@ -33,7 +33,7 @@ from starlette.routing import Route
 from combee.errors import ConfigError
 from combee.llm.redact import redact
 from combee.llm.wire import dumps, loads
-from combee.serve.chaining import chain_key, continued
+from combee.serve.chaining import Chain, continued
 from combee.serve.learner import ContinuousLearner
 from combee.serve.records import DEFAULT_NAMESPACE, Exchange, Feedback, PlaybookVersion
 from combee.serve.settings import ServeSettings
@@ -187,7 +187,7 @@ class Gateway:
             return error(problem.status, str(problem))
         messages: list[dict[str, Any]] = body["messages"]
         session = request.headers.get(SESSION_HEADER, "")[:256]
-        trace_id = self._trace_for(namespace, session, messages)
+        trace_id, chain = self._trace_for(namespace, session, messages)
         served = None
         if request.headers.get(PLAYBOOK_HEADER, "").lower() != "off":
             served = await self.playbook(namespace)
@@ -213,6 +213,7 @@ class Gateway:
             model=str(sent_body.get("model") or ""),
             version=None if served is None else served.version,
             started=started,
+            chain=chain,
         )
         if body.get("stream") is True and reply.status == 200:
             return StreamingResponse(
@@ -272,20 +273,21 @@ class Gateway:
 
     def _trace_for(
         self, namespace: str, session: str, messages: Sequence[Mapping[str, Any]]
-    ) -> str:
+    ) -> tuple[str, Chain]:
+        found, chain = continued(namespace, messages, self._chains)
         if session:
             key = (namespace, session)
             trace = self._sessions.get(key)
             if trace is None:
                 trace = self._sessions[key] = _new_id("tr")
                 _forget_oldest(self._sessions)
-            return trace
-        return continued(namespace, messages, self._chains) or _new_id("tr")
+            return trace, chain
+        return found or _new_id("tr"), chain
 
     async def _record(
         self, draft: _ExchangeDraft, reply: Mapping[str, Any] | None, status: int
     ) -> None:
-        key = chain_key(draft.namespace, draft.messages, reply) if reply is not None else ""
+        key = draft.chain.extended(reply) if reply is not None else ""
         shown = redacted if self._redact else _same
         exchange = Exchange(
             id=_new_id("ex"),
@@ -496,8 +498,8 @@ def version_json(version: PlaybookVersion, *, text: bool = True) -> dict[str, An
 
 class _ExchangeDraft:
     __slots__ = (
-        "messages", "model", "namespace", "session", "started", "task", "tools", "trace_id",
-        "version",
+        "chain", "messages", "model", "namespace", "session", "started", "task", "tools",
+        "trace_id", "version",
     )  # fmt: skip
 
     def __init__(
@@ -512,6 +514,7 @@ class _ExchangeDraft:
         model: str,
         version: int | None,
         started: float,
+        chain: Chain,
     ) -> None:
         self.trace_id = trace_id
         self.namespace = namespace
@@ -522,6 +525,7 @@ class _ExchangeDraft:
         self.model = model
         self.version = version
         self.started = started
+        self.chain = chain
 
 
 class _BadRequest(Exception):
