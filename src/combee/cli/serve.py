@@ -58,6 +58,14 @@ def serve_command(
     batch_size: Annotated[
         str, typer.Option(help="Traces per iteration of a round (default: up to 40), or auto.")
     ] = "40",
+    track: Annotated[
+        str | None,
+        typer.Option(
+            help="Track the learning rounds in mlflow (a run per namespace, a step each)."
+        ),
+    ] = None,
+    tracking_uri: opt.TrackingUri = None,
+    experiment: opt.Experiment = "combee",
     **options: Any,
 ) -> None:
     """Serve the gateway until Ctrl-C or SIGTERM (in-flight requests finish first).
@@ -80,8 +88,14 @@ def serve_command(
     ):
         options["base_url"] = upstream
     endpoint = opt.endpoint_of(options, cache=None, seed=values["seed"])
+    tracker: Any = None
     try:
         settings = serve_settings(**serve_values)
+        tracker = _round_tracker(
+            track, tracking_uri, experiment,
+            {"serve": serve_values, "model": endpoint.model,
+             "learn": {**values, "strategy": strategy, "batch_size": batch_size}},
+        )  # fmt: skip
         gateway, asgi = create_gateway(
             upstream,
             settings=settings,
@@ -93,11 +107,13 @@ def serve_command(
             learn_settings={
                 **values, "strategy": strategy, "batch_size": opt.batch_size_value(batch_size)
             },
-            on_round=lambda result: err.print(result.line(), markup=False, highlight=False),
+            on_round=_round_printer(tracker),
         )  # fmt: skip
     except CombeeError as problem:
         from combee.cli.flags import cli_message
 
+        if tracker is not None:
+            tracker.close()
         raise fail(cli_message(problem)) from None
     learning = (
         f"learning every {settings.learn_every} scored trace(s) with {endpoint.model} "
@@ -105,13 +121,45 @@ def serve_command(
         if learn and settings.learn_every
         else "not learning on its own"
     )
+    if tracker is not None:
+        learning += f"; rounds tracked in MLflow experiment {experiment}"
     err.print(
         f"combee serve: http://{settings.host}:{settings.port}/v1 -> {gateway.upstream.base_url}; "
         f"store {settings.store}; {learning}",
         highlight=False,
         soft_wrap=True,
     )
-    serve(asgi, settings)
+    try:
+        serve(asgi, settings)
+    finally:
+        if tracker is not None:
+            tracker.close()
+
+
+def _round_tracker(
+    track: str | None, tracking_uri: str | None, experiment: str, params: dict[str, Any]
+) -> Any:
+    """The round observer ``--track`` asks for (None without it)."""
+    if track is None:
+        return None
+    from combee.errors import ConfigError
+
+    if track != "mlflow":
+        raise ConfigError(f"{track!r} is not a tracker; use mlflow", setting="track")
+    from combee.serve.round_tracking import RoundTracker
+
+    return RoundTracker(tracking_uri=tracking_uri, experiment=experiment, params=params)
+
+
+def _round_printer(tracker: Any) -> Any:
+    """``on_round``: each round's line on stderr, then to ``tracker`` (when given)."""
+
+    def on_round(result: Any) -> None:
+        err.print(result.line(), markup=False, highlight=False)
+        if tracker is not None:
+            tracker(result)
+
+    return on_round
 
 
 @serve_app.command("learn")
@@ -197,10 +245,50 @@ def export_command(
     out: Annotated[Path, typer.Option(help="The JSON Lines file to write.")] = Path("traces.jsonl"),
     agent: Namespace = DEFAULT_NAMESPACE,
     scored: Annotated[bool, typer.Option(help="Only traces with feedback.")] = False,
+    format: Annotated[
+        str,
+        typer.Option(
+            help="openai: a JSON Lines file (--out); mlflow: traces of an MLflow "
+            "experiment (--tracking-uri, --experiment)."
+        ),
+    ] = "openai",
+    tracking_uri: opt.TrackingUri = None,
+    experiment: Annotated[
+        str, typer.Option(help="--format mlflow: the MLflow experiment the traces go to.")
+    ] = "combee-serve",
 ) -> None:
     """Write the store's conversations in the OpenAI chat trace format (``combee learn`` and
-    ``combee eval-traces`` read it)."""
+    ``combee eval-traces`` read it), or as traces of an MLflow experiment (``combee learn
+    --traces mlflow:EXPERIMENT`` reads them; exporting again adds no duplicate)."""
+    if format == "mlflow":
+        return _export_mlflow(store, agent, scored, tracking_uri, experiment)
+    if format != "openai":
+        raise fail(f"--format {format!r} is not a format; use openai or mlflow")
     from combee.serve.export import export_chat
 
     count = export_chat(store, out, namespace=agent, scored_only=scored)
     err.print(f"wrote {count} trace(s) to {out}", highlight=False)
+
+
+def _export_mlflow(
+    store: Path, agent: str, scored: bool, tracking_uri: str | None, experiment: str
+) -> None:
+    from combee.cli.flags import cli_message
+    from combee.errors import CombeeError
+    from combee.runs.tracking import shown_uri, tracking_uri_of
+    from combee.serve.mlflow_export import export_mlflow
+
+    try:
+        count = export_mlflow(
+            store, namespace=agent, tracking_uri=tracking_uri, experiment=experiment,
+            scored_only=scored,
+        )  # fmt: skip
+    except CombeeError as problem:
+        raise fail(cli_message(problem)) from None
+    where = shown_uri(tracking_uri_of(tracking_uri))
+    err.print(
+        f"wrote or updated {count} trace(s) in MLflow experiment {experiment} at {where}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )

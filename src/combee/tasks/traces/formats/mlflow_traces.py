@@ -5,10 +5,10 @@ One MLflow trace is one attempt. Its messages are the last chat call's: the ``me
 inputs (system, user, assistant turns with tool calls, tool results), then the reply in its
 outputs (``choices[0].message``), as MLflow's OpenAI autologging records them. The task id is the
 trace's ``task_id`` tag (or metadata), else the trace id. The outcome is the trace's feedback
-(``mlflow.log_feedback``): a flag is the success, a number the reward (success at 1 or more),
-``yes``/``pass``/``correct`` and ``no``/``fail``/``incorrect`` a flag; the rationales are the
-feedback text. Without feedback, the ``success`` or ``reward`` tag; without either the outcome is
-unknown and the reflector judges the trajectory itself.
+(``mlflow.log_feedback``): the first flag is the success, the first number the reward (without a
+flag, success at 1 or more), ``yes``/``pass``/``correct`` and ``no``/``fail``/``incorrect`` a flag;
+the rationales are the feedback text. Without feedback, the ``success`` or ``reward`` tag; without
+either the outcome is unknown and the reflector judges the trajectory itself.
 """
 
 from __future__ import annotations
@@ -169,8 +169,10 @@ def _outcome(assessments: Sequence[Any], tags: Mapping[str, Any]) -> Outcome:
         if feedback is None:  # an expectation, not a judgement
             continue
         flag, number = _judged(feedback.value)
-        if success is None and (flag is not None or number is not None):
-            success, reward = flag, number
+        if success is None and flag is not None:
+            success = flag
+        if reward is None and number is not None:
+            reward = number
         if assessment.rationale:
             notes.append(f"{assessment.name}: {assessment.rationale}")
     if success is None and reward is None:
