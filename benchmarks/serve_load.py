@@ -4,7 +4,11 @@ The simulated server (its own process, ``--ttft`` seconds to first token) is the
 ``combee serve`` runs in its own process in front of it (recording every exchange, learning
 off); ``C`` concurrent clients (one aiohttp session here, each client sending ``--requests``
 calls one after another) talk to the gateway, then to the upstream directly with the same
-requests for the baseline. Plain and streamed replies.
+requests for the baseline. Plain and streamed replies, and two arrival patterns: ``burst`` (all
+clients start at the same instant, and since every reply takes the same time they stay in step:
+each round is ``C`` requests arriving within a millisecond, the worst case for queueing) and
+``steady`` (client ``c`` starts ``c/C`` of a reply's time late, so ``C`` requests are in flight
+at every moment and they arrive evenly, as independent agents' requests do).
 
 Added latency, plain: each reply's latency at the client minus the upstream's share the gateway
 reports in its ``Server-Timing`` header. Streamed: the time to the first byte and to the end,
@@ -13,6 +17,7 @@ process's CPU time (``/proc``) over the requests it served. Lost: requests witho
 answered requests missing from the store.
 
     python benchmarks/serve_load.py [--clients 100,400] [--requests 3] [--ttft 0.3]
+        [--arrivals burst,steady]
 """
 
 from __future__ import annotations
@@ -24,7 +29,6 @@ import os
 import re
 import shutil
 import sqlite3
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -74,13 +78,14 @@ def body(n: int, stream: bool) -> bytes:
     return json.dumps(request).encode()
 
 
-async def wave(url: str, clients: int, requests: int, stream: bool) -> Wave:
+async def wave(url: str, clients: int, requests: int, stream: bool, spread: float = 0.0) -> Wave:
     result = Wave()
     connector = aiohttp.TCPConnector(limit=0)
     timeout = aiohttp.ClientTimeout(total=300)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
 
         async def client(c: int) -> None:
+            await asyncio.sleep(spread * c / clients)
             for r in range(requests):
                 payload = body(c * requests + r, stream)
                 started = time.perf_counter()
@@ -160,6 +165,7 @@ def main() -> None:
     parser.add_argument("--clients", default="100,400")
     parser.add_argument("--requests", type=int, default=3, help="calls per client, in turn")
     parser.add_argument("--ttft", type=float, default=0.3)
+    parser.add_argument("--arrivals", default="burst,steady", help="burst, steady or both")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="combee-serve-load-"))
     rows = []
@@ -169,29 +175,42 @@ def main() -> None:
             asyncio.run(wave(url, 20, 1, False))  # connections and imports warm
             asyncio.run(wave(upstream.base_url, 20, 1, False))
             for clients in [int(c) for c in args.clients.split(",")]:
-                for stream in (False, True):
-                    before_cpu, before_rows = cpu_of(gateway.pid), stored(folder / "store")
-                    through = asyncio.run(wave(url, clients, args.requests, stream))
-                    gateway_cpu = cpu_of(gateway.pid) - before_cpu
-                    kept = stored(folder / "store") - before_rows
-                    direct = asyncio.run(wave(upstream.base_url, clients, args.requests, stream))
-                    rows.append(report(clients, stream, through, direct, gateway_cpu, kept))
+                for arrivals in args.arrivals.split(","):
+                    spread = {"burst": 0.0, "steady": args.ttft}[arrivals.strip()]
+                    for stream in (False, True):
+                        before_cpu, before_rows = cpu_of(gateway.pid), stored(folder / "store")
+                        through = asyncio.run(wave(url, clients, args.requests, stream, spread))
+                        gateway_cpu = cpu_of(gateway.pid) - before_cpu
+                        kept = stored(folder / "store") - before_rows
+                        direct = asyncio.run(
+                            wave(upstream.base_url, clients, args.requests, stream, spread)
+                        )
+                        rows.append(
+                            report(arrivals, clients, stream, through, direct, gateway_cpu, kept)
+                        )
         finally:
             gateway.terminate()
             gateway.wait(timeout=60)
     shutil.rmtree(folder, ignore_errors=True)
     print(f"load average: {os.getloadavg()[0]:.2f}; cores: {os.cpu_count()}")
     print(
-        "| clients | reply | requests | through/s | latency p50 / p99 via gateway (direct) ms "
-        "| added p50 / p99 ms | gateway CPU ms/req | loadgen CPU ms/req | lost |"
+        "| arrivals | clients | reply | requests | through/s "
+        "| latency p50 / p99 via gateway (direct) ms | added p50 / p99 ms "
+        "| gateway CPU ms/req | loadgen CPU ms/req | lost |"
     )
-    print("|---:|---|---:|---:|---|---|---:|---:|---:|")
+    print("|---|---:|---|---:|---:|---|---|---:|---:|---:|")
     for row in rows:
         print(row)
 
 
 def report(
-    clients: int, stream: bool, through: Wave, direct: Wave, gateway_cpu: float, kept: int
+    arrivals: str,
+    clients: int,
+    stream: bool,
+    through: Wave,
+    direct: Wave,
+    gateway_cpu: float,
+    kept: int,
 ) -> str:
     ok, base = through.ok(), direct.ok()
     total = [s.total * 1000 for s in ok]
@@ -211,7 +230,7 @@ def report(
     sent = len(through.samples)
     lost = (sent - len(ok)) + (len(ok) - kept)
     return (
-        f"| {clients} | {'stream' if stream else 'plain'} | {sent} | "
+        f"| {arrivals.strip()} | {clients} | {'stream' if stream else 'plain'} | {sent} | "
         f"{len(ok) / through.seconds:.0f} | {percentile(total, 0.5):.0f} / "
         f"{percentile(total, 0.99):.0f} ({percentile(base_total, 0.5):.0f} / "
         f"{percentile(base_total, 0.99):.0f}) | {added} | "
@@ -221,5 +240,4 @@ def report(
 
 
 if __name__ == "__main__":
-    statistics.mean([0.0])  # the module is importable without running
     main()

@@ -98,7 +98,9 @@ class HttpUpstream:
         """POST ``body`` (JSON) to ``path``; the reply open, to be read or streamed."""
         headers = {**extra, **self._headers, "Content-Type": "application/json"}
         try:
-            response = await self._client().post(self.base_url + path, data=body, headers=headers)
+            response = await self._client().post(
+                self.base_url + path, data=body, headers=headers, proxy=self._proxy
+            )
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
             raise UpstreamError(self._why(error)) from None
         passed = {
