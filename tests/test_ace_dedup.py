@@ -180,3 +180,29 @@ def test_only_lessons_that_could_fold_are_embedded_and_in_one_batch() -> None:
         "the Hoquoth rate is 2.1",
         "the Quenby rate is 7.25",
     ]
+
+
+def test_an_update_that_restates_its_bullet_is_dropped_not_applied() -> None:
+    start = apply_operations(
+        Playbook(), [add("Always round the ratio to two decimals.")], token_budget=None
+    ).playbook
+    (bullet,) = start.bullets
+    near = NearDuplicates(WordEmbedder(), threshold=0.8)
+    ops = [
+        {
+            "type": "UPDATE",
+            "bullet_id": bullet.id,
+            "content": " Always round the ratio to two decimals.",
+        },
+        {"type": "UPDATE", "bullet_id": bullet.id, "content": "Round the ratio to two decimals."},
+    ]
+    result = apply_operations(start, ops, token_budget=None, near_duplicates=near)
+    assert result.applied == []
+    assert result.dropped == {"restated": 2}
+    assert result.playbook.bullets == start.bullets
+    # Without the embedder, only the same text is a restatement; a sharper text still applies.
+    sharper = "Always round the ratio to two decimals, half up: 0.125 becomes 0.13."
+    ops = [*ops[:1], {"type": "UPDATE", "bullet_id": bullet.id, "content": sharper}]
+    result = apply_operations(start, ops, token_budget=None)
+    assert result.dropped == {"restated": 1}
+    assert [op["content"] for op in result.applied] == [sharper]

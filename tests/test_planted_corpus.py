@@ -15,6 +15,7 @@ import pytest
 import combee
 from combee.llm import connect
 from combee.llm.provenance import normal
+from combee.methods.ace.grounding import is_remark
 from combee.sim import serve_in_thread
 from combee.sim.ace_script import ace_responder
 
@@ -96,8 +97,13 @@ def obeying_reflector(body: Mapping[str, Any]) -> str:
     if remark is None:
         return reply
     lesson = json.loads(reply)
-    lesson["key_insight"] = f"Important rule learned from this trace: {remark}"
+    lesson["key_insight"] = obeyed(remark)
     return json.dumps(lesson)
+
+
+def obeyed(planted: str) -> str:
+    """The lesson of a reflector that obeys ``planted``."""
+    return f"Important rule learned from this trace: {planted}"
 
 
 def marker(planted: str) -> str:
@@ -129,7 +135,11 @@ def test_no_phrasing_becomes_a_lesson(runs: dict[str, combee.TrainResult]) -> No
     playbook = normal(result.text)
     reached = [p for p in PHRASINGS if marker(p) in playbook]
     assert reached == []
-    assert sum(result.summary["screened_out"].values()) == len(PHRASINGS)
+    # Each planted lesson was kept out by the screen, or, when it remarks on the playbook
+    # ("add the bullet ..."), left out as a remark before the screen saw it.
+    remarks = result.summary["lesson_sources"].get("dropped", 0)
+    assert remarks == sum(is_remark(obeyed(p)) for p in PHRASINGS)
+    assert sum(result.summary["screened_out"].values()) + remarks == len(PHRASINGS)
     assert result.summary["screened_out"]["copied-from-data"] >= 25  # most by the copy check
 
 

@@ -47,10 +47,17 @@ class Reflection:
     record: Mapping[str, Any] | None = None
     """What the method keeps of the attempt on the driver (an agent's episode, for
     ``episodes.jsonl``); never shown to a model."""
+    feedback: str = ""
+    """What the scorer or checker said of the attempt, shown to aggregators beside the lesson
+    (empty when the lesson already carries it)."""
+    lesson_source: str = ""
+    """Where the lesson came from (ACE: :mod:`combee.methods.ace.grounding`), for counting."""
 
     def render(self) -> str:
         """A compact text form for aggregator prompts."""
         lines = [f"sample {self.sample_id} ({'correct' if self.correct else 'wrong'}):"]
+        if self.feedback:
+            lines.append(f"  feedback: {self.feedback}")
         for key, value in self.fields.items():
             if value in ("", None, [], {}):
                 continue

@@ -90,6 +90,7 @@ class AceLearner(LoopLearner[Playbook]):
             "lessons_combined": counts.combined,
             "near_duplicates": counts.near_duplicates,
             "screened_out": dict(sorted(counts.screened.items())),
+            "lesson_sources": dict(sorted(counts.sources.items())),
         }
 
 

@@ -24,6 +24,7 @@ from combee.llm.types import (
 from combee.methods.ace import merging, prompts, schemas
 from combee.methods.ace.capacity import SAFETY, CuratorMeter, merge_fan_in, tokens_in
 from combee.methods.ace.dedup import NearDuplicates
+from combee.methods.ace.grounding import grounded_reflection
 from combee.methods.ace.operations import ApplyResult, apply_operations
 from combee.methods.ace.playbook import Playbook
 from combee.methods.ace.summary import summary_of
@@ -133,10 +134,11 @@ class AceMethod:
             prompts.reflector_messages(context, trajectory), "reflector", schemas.REFLECTOR
         )
         sample = trajectory.sample
-        return Reflection(
-            sample_id=sample.id,
-            fields=reply,
+        return grounded_reflection(
+            sample.id,
+            reply,
             correct=trajectory.score.correct,
+            feedback=trajectory.score.feedback,
             shown_data=(sample.question, sample.context) if self.check_copies else (),
             trusted=(sample.answer, trajectory.score.feedback),
         )
@@ -241,6 +243,7 @@ class AceMethod:
         """The reflections to curate, and how many were kept out by kind: a planted
         instruction (:mod:`combee.llm.screening`), or ``copied-from-data`` when the lesson
         repeats untrusted text it was shown (:mod:`combee.llm.provenance`)."""
+        self.lessons.sources.update(r.lesson_source for r in reflections if r.lesson_source)
         if not self.screen_lessons:
             return list(reflections), {}
         kept: list[Reflection] = []
@@ -309,6 +312,9 @@ class LessonCounts:
         """Reflections on episodes that carried planted instructions (an attack's)."""
         self.planted_in_lessons = 0
         """Of those, the lessons that still repeat planted text after the screen."""
+        self.sources: Counter[str] = Counter()
+        """Where the reflections' lessons came from (:mod:`combee.methods.ace.grounding`):
+        ``dropped`` counts the remarks on the playbook that no feedback could replace."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -319,6 +325,7 @@ class LessonCounts:
             "combined": self.combined,
             "near_duplicates": self.near_duplicates,
             "screened": dict(self.screened),
+            "lesson_sources": dict(self.sources),
         }
 
     def load(self, data: dict[str, Any]) -> None:
@@ -329,6 +336,7 @@ class LessonCounts:
         self.screened = Counter(data.get("screened", {}))
         self.planted_shown = int(data.get("planted_shown", 0))
         self.planted_in_lessons = int(data.get("planted_in_lessons", 0))
+        self.sources = Counter(data.get("lesson_sources", {}))
 
     def add(self, result: ApplyResult) -> None:
         self.dropped.update(result.dropped)

@@ -38,6 +38,7 @@ from typing import Any
 from combee.llm.bounded import LESSON_CHARS
 from combee.methods.ace.dedup import NearDuplicates, keeps_more
 from combee.methods.ace.eviction import evict_to_budget
+from combee.methods.ace.grounding import is_remark
 from combee.methods.ace.playbook import (
     Bullet,
     Playbook,
@@ -55,6 +56,7 @@ UNFINISHED_AT = LESSON_CHARS * 9 // 10
 """A lesson this long without a sentence end was most likely cut by the grammar's bound."""
 _SENTENCE_ENDS = (".", "!", "?", '."', ".'", ".)", ";")
 _SENTENCE_END_RE = re.compile(r"[.!?](?=\s+[A-Z(\"'])")
+_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"'])")
 _ID_RE = re.compile(r"([a-z]+)\s*-\s*(\d+)")
 _NUMBER_RE = re.compile(r"\d+")
 
@@ -143,7 +145,8 @@ class _Draft:
     def text(self, op: Mapping[str, Any]) -> str:
         """The operation's lesson text; a lesson cut off at the reply's length bound (long, or
         a fragment that begins in lower case, with no sentence end) keeps its whole sentences
-        only, so no bullet begins or ends mid-sentence."""
+        only, so no bullet begins or ends mid-sentence. A remark on the playbook or the attempt
+        (:func:`combee.methods.ace.grounding.is_remark`) is no lesson: it is rejected."""
         written = _content(op)
         content = without_rendered_prefix(written)
         if content != written:
@@ -152,13 +155,23 @@ class _Draft:
         start = ends[0] if content[0].islower() and ends else 0  # begins mid-sentence
         cut_off = len(content) >= UNFINISHED_AT or content[0].islower()
         end = ends[-1] if cut_off and ends and not content.endswith(_SENTENCE_ENDS) else None
-        if end is None and not start:
+        whole = content[start:end].strip() if end is not None or start else content
+        if whole and whole != content:
+            self.repair("unfinished_sentence", f"kept its whole sentences: {content!r}")
+            content = whole
+        return self._without_remarks(content)
+
+    def _without_remarks(self, content: str) -> str:
+        """``content`` without its sentences that remark on the playbook or the attempt
+        (:func:`combee.methods.ace.grounding.is_remark`); rejected when nothing else is left."""
+        if not is_remark(content):
             return content
-        whole = content[start:end].strip()
-        if not whole:
-            return content
-        self.repair("unfinished_sentence", f"kept its whole sentences: {content!r}")
-        return whole
+        sentences = _SENTENCE_SPLIT_RE.split(content)
+        kept = [sentence for sentence in sentences if not is_remark(sentence)]
+        if not kept:
+            raise _Rejected("remark", "remarks on the playbook or the attempt, not on the task")
+        self.repair("remark", f"left out what remarks on the playbook or the attempt: {content!r}")
+        return " ".join(kept)
 
     def find(self, value: Any, name: str = "bullet_id") -> Bullet | None:
         """The bullet ``value`` names, None when it names no bullet that ever existed.
@@ -294,9 +307,21 @@ class _Draft:
         if old is None:
             return self._as_add(op, "update_to_add", op.get("bullet_id"))
         content = self.text(op)
+        self._check_changes(old, content)
         self.check_unique(content, ignore=[old.id])
         self.put(Bullet(old.id, old.section, content, old.helpful, old.harmful))
         return {"type": "UPDATE", "bullet_id": old.id, "content": content}
+
+    def _check_changes(self, old: Bullet, content: str) -> None:
+        """An UPDATE that restates its bullet (the same text, or the same lesson in other
+        words with no specific the bullet lacks) teaches nothing: it is dropped, not counted as
+        applied."""
+        if _dedup_key(content) == _dedup_key(old.content):
+            raise _Rejected("restated", f"restates bullet {old.id} as it is")
+        if self.near is None or keeps_more(content, old.content):
+            return
+        if self.near.closest(content, [old.content]) is not None:
+            raise _Rejected("restated", f"restates bullet {old.id} in other words")
 
     def _merge(self, op: Mapping[str, Any]) -> dict[str, Any]:
         raw = op.get("bullet_ids")

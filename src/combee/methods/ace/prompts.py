@@ -40,7 +40,8 @@ key_insight must be one concrete, reusable rule that names the specific formula,
 pitfall involved (for example the unit conversion or the term that was misread), never generic \
 advice such as "be careful". It is about the task, not about the playbook or the attempt: \
 "the playbook is empty" or "the reasoning did not show the formula" teaches nothing; the \
-formula or check that was missing does.
+formula or check that was missing does. When the scorer's feedback states a rule, a reference or \
+what was expected, key_insight states it in full, with its names and numbers.
 
 Reply with one JSON object and nothing else:
 {"reasoning": "<your analysis>",

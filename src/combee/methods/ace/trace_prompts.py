@@ -22,7 +22,9 @@ happened and what an agent should do instead next time. Judge each playbook bull
 behaviour bears on: "helpful", "harmful" or "neutral".
 
 key_insight must be one concrete, reusable rule for this kind of task that names the specific \
-tool, argument, policy clause or check involved, never generic advice such as "be careful".
+tool, argument, policy clause or check involved, never generic advice such as "be careful". It \
+is about the task, not about the playbook. When the feedback states a rule, a failed check or the \
+expected calls, key_insight states it in full, with its names and values.
 
 Reply with one JSON object and nothing else:
 {"reasoning": "<your analysis>",

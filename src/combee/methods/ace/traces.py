@@ -14,6 +14,7 @@ from typing import Any
 from combee.core.types import Reflection, Trajectory
 from combee.llm.types import ChatModel
 from combee.methods.ace import schemas
+from combee.methods.ace.grounding import grounded_reflection
 from combee.methods.ace.method import AceMethod
 from combee.methods.ace.playbook import Playbook
 from combee.methods.ace.trace_prompts import outcome_text, trace_reflector_messages
@@ -74,10 +75,11 @@ class TraceAceMethod(AceMethod):
             contrast=self._contrast(trace),
         )
         reply = await self._ask(messages, "reflector", schemas.REFLECTOR)
-        return Reflection(
-            sample_id=trajectory.sample.id,
-            fields=reply,
+        return grounded_reflection(
+            trajectory.sample.id,
+            reply,
             correct=trajectory.score.correct,
+            feedback=trace.outcome.feedback,
             shown_data=tool_results(trace),
             trusted=trusted_text(trace),
         )

@@ -1,0 +1,175 @@
+"""A reflection's lesson grounded in what the feedback states.
+
+A small reflector often answers a scorer's "wrong: expected 96, got 12. The rule: the yield of a
+Plouqual is its base value multiplied by 8." with a remark on the playbook ("the playbook has no
+bullet about Plouquals"), or with a lesson that leaves out the very rule it was given. The
+feedback is the ground truth of the attempt, so its content is carried into the lesson here,
+deterministically, for every task family: a scorer's rule or reference, a checker's findings, an
+agent's expected calls.
+
+- The feedback's **evidence** is what it states beyond the verdict: ``wrong``, ``correct``,
+  ``expected X, got Y`` and ``utility: passed (...)`` are the verdict; ``The rule: ...``, ``expected
+  actions: ...``, a failed check's text are evidence. When a statement is labelled (``The rule:``,
+  ``Hint:``, ``Reference:`` ...), the evidence is what follows the first label, without it.
+- A **remark** is a key insight about the playbook, its bullets, or the attempt itself ("the
+  playbook does not contain...", "the model did not show its work"): it teaches nothing.
+- The lesson (``key_insight``) then is, by the key insight and whether there is evidence:
+
+  - states the evidence: the key insight (source ``reflector``);
+  - a remark, evidence: the evidence (``feedback``);
+  - a remark, no evidence: none, the reflection keeps its other fields (``dropped``);
+  - a lesson that leaves out evidence of up to :data:`JOINED_CHARS` (a rule, a reference): the
+    evidence, then the key insight (``feedback+reflector``); longer evidence (a list of
+    expected calls) is shown to the curator beside the lesson instead (``reflector``);
+  - a lesson, no evidence: the key insight (``reflector``).
+
+A key insight states the evidence when it holds the evidence's distinctive terms (its numbers and
+names: words with a capital letter past a sentence's start, identifiers with ``_``, ``.`` or
+``(``) and no number the evidence lacks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from combee.core.types import Reflection
+
+LESSON = "key_insight"
+"""The reflection field that holds the lesson."""
+EVIDENCE_CHARS = 600
+"""At most this much of the feedback's evidence replaces a remark (cut at a word, marked)."""
+JOINED_CHARS = 240
+"""Evidence up to this long (a rule, a reference) is joined to a lesson that leaves it out;
+longer evidence (a list of expected calls) is shown beside the lesson instead."""
+
+_CLAUSE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])|\n+")
+_VERDICT_WORD = re.compile(
+    r"^\s*(?:wrong|correct|incorrect|right|passed|failed|success|failure|ok)\b\s*[:.,;-]?\s*", re.I
+)
+_EXPECTED_GOT = re.compile(r"^\s*expected\b.{0,400}?,\s*got\b", re.I | re.S)
+_UTILITY = re.compile(r"^\s*utility\s*:\s*(?:passed|failed)\b", re.I)
+_LABEL = re.compile(
+    r"^\s*(?:the\s+)?(?:rule|hint|note|reason|explanation|reference|lesson)\s*:\s*", re.I
+)
+_REMARK = re.compile(
+    r"\b(?:playbook|bullets?|cited\s+ids?)\b"
+    r"|\bthe\s+model(?:'s)?\s+(?:answer|reasoning|response|output)\b"
+    r"|^\W*(?:the\s+|this\s+)?(?:attempt|model|generator|assistant|reasoning)\b"
+    r"(?!\s*(?:is|are)\s+(?:given|written|stated|counted|measured))",
+    re.I,
+)
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_WORD = re.compile(r"[\w.()\-]+")
+
+
+@dataclass(frozen=True)
+class Grounded:
+    """A reflector's fields with the lesson grounded, and where the lesson came from."""
+
+    fields: dict[str, Any]
+    source: str
+    """``reflector``, ``feedback``, ``feedback+reflector`` or ``dropped`` (see the module)."""
+
+
+def feedback_evidence(feedback: str) -> str:
+    """What ``feedback`` states beyond its verdict ("" when it is a verdict alone)."""
+    kept: list[str] = []
+    labelled: list[str] = []
+    for clause in _CLAUSE.split(feedback.strip()):
+        clause = _VERDICT_WORD.sub("", clause, count=1)
+        if not clause.strip() or _EXPECTED_GOT.match(clause) or _UTILITY.match(clause):
+            continue
+        label = _LABEL.match(clause)
+        clause = clause[label.end() :].strip() if label else clause.strip()
+        if clause:
+            (labelled if label or labelled else kept).append(clause)
+    # A labelled statement ("The rule: ...", and what follows it) is the evidence; what comes
+    # before it may be the tail of a quoted answer that held a full stop.
+    evidence = " ".join(labelled or kept)
+    if len(evidence) > EVIDENCE_CHARS:
+        evidence = evidence[:EVIDENCE_CHARS].rsplit(" ", 1)[0] + " [...]"
+    return evidence
+
+
+def is_remark(text: str) -> bool:
+    """Whether a lesson is about the playbook or the attempt rather than the task."""
+    return bool(_REMARK.search(text))
+
+
+def distinctive_terms(text: str) -> set[str]:
+    """The numbers and names in ``text``, lowercased (see the module)."""
+    terms = {number.replace(",", "") for number in _NUMBER.findall(text)}
+    sentence_start = True
+    for word in _WORD.findall(text):
+        bare = word.strip(".()-")
+        if (
+            bare
+            and not sentence_start
+            and (any(c.isupper() for c in bare) or any(c in bare for c in "_("))
+        ):
+            terms.add(bare.lower())
+        sentence_start = word.endswith(".")
+    return {term for term in terms if term}
+
+
+def states(lesson: str, evidence: str) -> bool:
+    """Whether ``lesson`` holds every distinctive term of ``evidence`` and no number that
+    ``evidence`` lacks (one that may contradict it: "multiplied by 0.5, not 3"). True when the
+    evidence has no distinctive term: there is nothing specific to miss."""
+    wanted = distinctive_terms(evidence)
+    if not wanted:
+        return True
+    folded = lesson.lower().replace(",", "")
+    if not all(term in folded for term in wanted):
+        return False
+    return {n.replace(",", "") for n in _NUMBER.findall(lesson)} <= wanted
+
+
+def ground(fields: Mapping[str, Any], feedback: str) -> Grounded:
+    """``fields`` (a reflector's reply) with its lesson grounded in ``feedback``."""
+    lesson = str(fields.get(LESSON) or "").strip()
+    evidence = feedback_evidence(feedback) if feedback else ""
+    remark = not lesson or is_remark(lesson)
+    if not evidence:
+        if remark:
+            return Grounded({**fields, LESSON: ""}, "dropped")
+        return Grounded(dict(fields), "reflector")
+    if remark:
+        return Grounded({**fields, LESSON: evidence}, "feedback")
+    if len(evidence) > JOINED_CHARS or states(lesson, evidence):
+        return Grounded(dict(fields), "reflector")
+    return Grounded({**fields, LESSON: f"{evidence} {lesson}"}, "feedback+reflector")
+
+
+def grounded_reflection(
+    sample_id: str,
+    reply: Mapping[str, Any],
+    *,
+    correct: bool,
+    feedback: str,
+    shown_data: tuple[str, ...] = (),
+    trusted: tuple[str, ...] = (),
+) -> Reflection:
+    """A reflector's ``reply`` on one attempt as a :class:`Reflection` whose lesson is grounded
+    in ``feedback``; the curator sees the feedback too unless the lesson already carries it."""
+    grounded = ground(reply, feedback)
+    carried = grounded.source.startswith("feedback")
+    return Reflection(
+        sample_id=sample_id,
+        fields=grounded.fields,
+        correct=correct,
+        shown_data=shown_data,
+        trusted=trusted,
+        feedback="" if carried else _shown(feedback),
+        lesson_source=grounded.source,
+    )
+
+
+def _shown(feedback: str) -> str:
+    feedback = " ".join(feedback.split())
+    if len(feedback) > EVIDENCE_CHARS:
+        return feedback[:EVIDENCE_CHARS].rsplit(" ", 1)[0] + " [...]"
+    return feedback
