@@ -17,6 +17,7 @@ from combee.methods.ace.grounding import (
     grounded_reflection,
     is_remark,
     states,
+    without_remarks,
 )
 from combee.methods.ace.operations import apply_operations
 from combee.methods.ace.playbook import Playbook
@@ -179,3 +180,24 @@ def test_the_curator_writes_no_remark_into_the_playbook() -> None:
     result = apply_operations(Playbook(), ops, token_budget=None)
     assert [b.content for b in result.playbook.bullets] == [RULE]
     assert result.dropped == {"remark": 1} and result.repaired == {"remark": 1}
+
+
+def test_a_remark_keeps_the_rule_it_points_to() -> None:
+    assert (
+        without_remarks(
+            "The generator did not know the Theim date rule: every date in a Theim record is "
+            "written as DD.MM.YYYY."
+        )
+        == "Every date in a Theim record is written as DD.MM.YYYY."
+    )
+    assert (
+        without_remarks(
+            "The playbook should hold a rule such as 'Trekour records write an amount followed by "
+            "WSD'. The playbook is empty."
+        )
+        == "Trekour records write an amount followed by WSD."
+    )
+    assert without_remarks(REMARK) == ""
+    # Without evidence, what the remark points to is the lesson; with none, it is dropped.
+    pointed = ground({"key_insight": f"The playbook lacks this rule: {RULE}"}, "expected 9, got 8")
+    assert (pointed.source, pointed.fields["key_insight"]) == ("reflector", RULE)

@@ -13,15 +13,18 @@ agent's expected calls.
   ``Hint:``, ``Reference:`` ...), the evidence is what follows the first label, without it.
 - A **remark** is a key insight about the playbook, its bullets, or the attempt itself ("the
   playbook does not contain...", "the model did not show its work"): it teaches nothing.
-- The lesson (``key_insight``) then is, by the key insight and whether there is evidence:
+- The lesson (``key_insight``) is first the key insight without its remarks
+  (:func:`without_remarks`: a remark's sentence goes, except the rule it states after a colon or
+  in quotes). Then, by what is left and whether there is evidence:
 
-  - states the evidence: the key insight (source ``reflector``);
-  - a remark, evidence: the evidence (``feedback``);
-  - a remark, no evidence: none, the reflection keeps its other fields (``dropped``);
+  - remarks were left out and what is left does not state the evidence: the evidence (source
+    ``feedback``);
+  - nothing is left and there is no evidence: none, the reflection keeps its other fields
+    (``dropped``);
   - a lesson that leaves out evidence of up to :data:`JOINED_CHARS` (a rule, a reference): the
-    evidence, then the key insight (``feedback+reflector``); longer evidence (a list of
-    expected calls) is shown to the curator beside the lesson instead (``reflector``);
-  - a lesson, no evidence: the key insight (``reflector``).
+    evidence, then the lesson (``feedback+reflector``); longer evidence (a list of expected
+    calls) is shown to the curator beside the lesson instead (``reflector``);
+  - otherwise what is left (``reflector``).
 
 A key insight states the evidence when it holds the evidence's distinctive terms (its numbers and
 names: words with a capital letter past a sentence's start, identifiers with ``_``, ``.`` or
@@ -62,6 +65,8 @@ _REMARK = re.compile(
     re.I,
 )
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])")
+_QUOTED = re.compile(r"\"([^\"]{20,})\"|(?:(?<=\s)|^)'([^']{20,})'(?=[\s.,;:)]|$)")
 _WORD = re.compile(r"[\w.()\-]+")
 
 
@@ -99,6 +104,28 @@ def is_remark(text: str) -> bool:
     return bool(_REMARK.search(text))
 
 
+def without_remarks(text: str) -> str:
+    """``text`` without its sentences that remark on the playbook or the attempt, except what
+    such a sentence states after a colon or in quotes when that is no remark ("The generator
+    did not know the Theim date rule: every date is written as DD.MM.YYYY." keeps "Every date
+    is written as DD.MM.YYYY."); "" when nothing else is left."""
+    kept: list[str] = []
+    for sentence in _SENTENCE.split(text.strip()):
+        if not is_remark(sentence):
+            kept.append(sentence)
+            continue
+        quoted = (match[1] or match[2] for match in _QUOTED.finditer(sentence))
+        pointed = [q for q in quoted if not is_remark(q)]
+        after = sentence.split(": ", 1)[1] if ": " in sentence else ""
+        if not pointed and after and not is_remark(after) and len(after.split()) >= 3:
+            pointed = [after]
+        for part in pointed:
+            part = part.strip()
+            part = part[:1].upper() + part[1:]
+            kept.append(part if part.endswith((".", "!", "?")) else part + ".")
+    return " ".join(kept)
+
+
 def distinctive_terms(text: str) -> set[str]:
     """The numbers and names in ``text``, lowercased (see the module)."""
     terms = {number.replace(",", "") for number in _NUMBER.findall(text)}
@@ -130,17 +157,17 @@ def states(lesson: str, evidence: str) -> bool:
 
 def ground(fields: Mapping[str, Any], feedback: str) -> Grounded:
     """``fields`` (a reflector's reply) with its lesson grounded in ``feedback``."""
-    lesson = str(fields.get(LESSON) or "").strip()
+    written = str(fields.get(LESSON) or "").strip()
+    lesson = without_remarks(written)
     evidence = feedback_evidence(feedback) if feedback else ""
-    remark = not lesson or is_remark(lesson)
     if not evidence:
-        if remark:
+        if not lesson:
             return Grounded({**fields, LESSON: ""}, "dropped")
-        return Grounded(dict(fields), "reflector")
-    if remark:
+        return Grounded({**fields, LESSON: lesson}, "reflector")
+    if lesson != written and not states(lesson, evidence):
         return Grounded({**fields, LESSON: evidence}, "feedback")
     if len(evidence) > JOINED_CHARS or states(lesson, evidence):
-        return Grounded(dict(fields), "reflector")
+        return Grounded({**fields, LESSON: lesson}, "reflector")
     return Grounded({**fields, LESSON: f"{evidence} {lesson}"}, "feedback+reflector")
 
 

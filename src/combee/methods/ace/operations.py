@@ -38,7 +38,7 @@ from typing import Any
 from combee.llm.bounded import LESSON_CHARS
 from combee.methods.ace.dedup import NearDuplicates, keeps_more
 from combee.methods.ace.eviction import evict_to_budget
-from combee.methods.ace.grounding import is_remark
+from combee.methods.ace.grounding import is_remark, without_remarks
 from combee.methods.ace.playbook import (
     Bullet,
     Playbook,
@@ -56,7 +56,6 @@ UNFINISHED_AT = LESSON_CHARS * 9 // 10
 """A lesson this long without a sentence end was most likely cut by the grammar's bound."""
 _SENTENCE_ENDS = (".", "!", "?", '."', ".'", ".)", ";")
 _SENTENCE_END_RE = re.compile(r"[.!?](?=\s+[A-Z(\"'])")
-_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"'])")
 _ID_RE = re.compile(r"([a-z]+)\s*-\s*(\d+)")
 _NUMBER_RE = re.compile(r"\d+")
 
@@ -162,16 +161,16 @@ class _Draft:
         return self._without_remarks(content)
 
     def _without_remarks(self, content: str) -> str:
-        """``content`` without its sentences that remark on the playbook or the attempt
-        (:func:`combee.methods.ace.grounding.is_remark`); rejected when nothing else is left."""
+        """``content`` without what remarks on the playbook or the attempt
+        (:func:`combee.methods.ace.grounding.without_remarks`); rejected when nothing else is
+        left."""
         if not is_remark(content):
             return content
-        sentences = _SENTENCE_SPLIT_RE.split(content)
-        kept = [sentence for sentence in sentences if not is_remark(sentence)]
+        kept = without_remarks(content)
         if not kept:
             raise _Rejected("remark", "remarks on the playbook or the attempt, not on the task")
         self.repair("remark", f"left out what remarks on the playbook or the attempt: {content!r}")
-        return " ".join(kept)
+        return kept
 
     def find(self, value: Any, name: str = "bullet_id") -> Bullet | None:
         """The bullet ``value`` names, None when it names no bullet that ever existed.
