@@ -19,6 +19,7 @@ from typing import Any
 
 from combee.errors import ConfigError
 from combee.llm.connect import Endpoint
+from combee.llm.types import DEFAULT_KEY_ENV
 from combee.serve.gateway import Gateway
 from combee.serve.learner import ContinuousLearner, RoundResult
 from combee.serve.local_upstream import MODEL_ALIAS, LocalUpstream, is_local
@@ -37,7 +38,7 @@ def create_gateway(
     *,
     settings: ServeSettings,
     model: str = "",
-    api_key_env: str = "OPENAI_API_KEY",
+    api_key_env: str = DEFAULT_KEY_ENV,
     token: str | None = None,
     redact: bool = True,
     learner_llm: Any = None,

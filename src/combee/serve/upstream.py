@@ -18,6 +18,7 @@ from combee.errors import ConfigError
 from combee.llm.lean_backend import env_proxy
 from combee.llm.openai_backend import is_loopback
 from combee.llm.redact import basic_auth, without_credentials
+from combee.llm.types import DEFAULT_KEY_ENV
 
 _PASSED_HEADERS = ("content-type", "openai-processing-ms", "x-request-id", "retry-after")
 """Upstream reply headers the agent sees as they were (others are the connection's own)."""
@@ -53,7 +54,7 @@ class HttpUpstream:
         self,
         base_url: str,
         *,
-        api_key_env: str = "OPENAI_API_KEY",
+        api_key_env: str = DEFAULT_KEY_ENV,
         timeout_s: float = 600.0,
         max_connections: int = 4096,
     ) -> None:

@@ -14,8 +14,9 @@ unknown section files the lesson under the catch-all section; a bullet id with b
 capitals, a wrong slug or missing zeros names the bullet with that number; a missing type is read
 off the fields; an ADD's stray ``bullet_id`` is ignored; an UPDATE or MERGE whose bullets never
 existed adds its text as a new bullet; a lesson cut off at the reply's length bound keeps its
-whole sentences). What still cannot apply (no text, a duplicate, a bullet this
-update already removed) is rejected with a reason and logged; the rest still apply. The input
+whole sentences; remarks on the playbook are left out). What still cannot apply (no text, a
+duplicate, all remark, an UPDATE that restates its bullet, a bullet this update already removed)
+is rejected with a reason and logged; the rest still apply. The input
 playbook never changes.
 
 Token budget: after the operations, while the playbook's :meth:`~Playbook.token_count` exceeds the
@@ -35,16 +36,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from combee.llm.bounded import LESSON_CHARS
 from combee.methods.ace.dedup import NearDuplicates, keeps_more
 from combee.methods.ace.eviction import evict_to_budget
-from combee.methods.ace.grounding import is_remark, without_remarks
+from combee.methods.ace.lesson_text import NoLesson, lesson_text
 from combee.methods.ace.playbook import (
     Bullet,
     Playbook,
     Section,
     normalize_content,
-    without_rendered_prefix,
 )
 from combee.methods.ace.update import lesson_texts
 
@@ -52,10 +51,6 @@ logger = logging.getLogger(__name__)
 
 OP_TYPES: tuple[str, ...] = ("ADD", "UPDATE", "MERGE", "DELETE")
 
-UNFINISHED_AT = LESSON_CHARS * 9 // 10
-"""A lesson this long without a sentence end was most likely cut by the grammar's bound."""
-_SENTENCE_ENDS = (".", "!", "?", '."', ".'", ".)", ";")
-_SENTENCE_END_RE = re.compile(r"[.!?](?=\s+[A-Z(\"'])")
 _ID_RE = re.compile(r"([a-z]+)\s*-\s*(\d+)")
 _NUMBER_RE = re.compile(r"\d+")
 
@@ -142,35 +137,14 @@ class _Draft:
         self.repairs.append((code, note))
 
     def text(self, op: Mapping[str, Any]) -> str:
-        """The operation's lesson text; a lesson cut off at the reply's length bound (long, or
-        a fragment that begins in lower case, with no sentence end) keeps its whole sentences
-        only, so no bullet begins or ends mid-sentence. A remark on the playbook or the attempt
-        (:func:`combee.methods.ace.grounding.is_remark`) is no lesson: it is rejected."""
-        written = _content(op)
-        content = without_rendered_prefix(written)
-        if content != written:
-            self.repair("bullet_prefix", f"dropped a copied bullet prefix: {written!r}")
-        ends = [m.end() for m in _SENTENCE_END_RE.finditer(content)]
-        start = ends[0] if content[0].islower() and ends else 0  # begins mid-sentence
-        cut_off = len(content) >= UNFINISHED_AT or content[0].islower()
-        end = ends[-1] if cut_off and ends and not content.endswith(_SENTENCE_ENDS) else None
-        whole = content[start:end].strip() if end is not None or start else content
-        if whole and whole != content:
-            self.repair("unfinished_sentence", f"kept its whole sentences: {content!r}")
-            content = whole
-        return self._without_remarks(content)
-
-    def _without_remarks(self, content: str) -> str:
-        """``content`` without what remarks on the playbook or the attempt
-        (:func:`combee.methods.ace.grounding.without_remarks`); rejected when nothing else is
-        left."""
-        if not is_remark(content):
-            return content
-        kept = without_remarks(content)
-        if not kept:
-            raise _Rejected("remark", "remarks on the playbook or the attempt, not on the task")
-        self.repair("remark", f"left out what remarks on the playbook or the attempt: {content!r}")
-        return kept
+        """The operation's lesson text, made whole (:mod:`combee.methods.ace.lesson_text`)."""
+        try:
+            text, repairs = lesson_text(_content(op))
+        except NoLesson as why:
+            raise _Rejected("remark", str(why)) from None
+        for code, note in repairs:
+            self.repair(code, note)
+        return text
 
     def find(self, value: Any, name: str = "bullet_id") -> Bullet | None:
         """The bullet ``value`` names, None when it names no bullet that ever existed.
