@@ -43,12 +43,12 @@ from combee.core.types import Reflection
 LESSON = "key_insight"
 """The reflection field that holds the lesson."""
 EVIDENCE_CHARS = 600
-"""At most this much of the feedback's evidence replaces a remark (cut at a word, marked)."""
+"""At most this much of the feedback (or its evidence) reaches a lesson or the curator."""
 JOINED_CHARS = 240
 """Evidence up to this long (a rule, a reference) is joined to a lesson that leaves it out;
 longer evidence (a list of expected calls) is shown beside the lesson instead."""
 
-_CLAUSE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])|\n+")
+
 _VERDICT_WORD = re.compile(
     r"^\s*(?:wrong|correct|incorrect|right|passed|failed|success|failure|ok)\b\s*[:.,;-]?\s*", re.I
 )
@@ -66,6 +66,7 @@ _REMARK = re.compile(
 )
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])")
+_CLAUSE = re.compile(rf"{_SENTENCE.pattern}|\n+")
 _QUOTED = re.compile(r"\"([^\"]{20,})\"|(?:(?<=\s)|^)'([^']{20,})'(?=[\s.,;:)]|$)")
 _WORD = re.compile(r"[\w.()\-]+")
 
@@ -93,10 +94,7 @@ def feedback_evidence(feedback: str) -> str:
             (labelled if label or labelled else kept).append(clause)
     # A labelled statement ("The rule: ...", and what follows it) is the evidence; what comes
     # before it may be the tail of a quoted answer that held a full stop.
-    evidence = " ".join(labelled or kept)
-    if len(evidence) > EVIDENCE_CHARS:
-        evidence = evidence[:EVIDENCE_CHARS].rsplit(" ", 1)[0] + " [...]"
-    return evidence
+    return _cut(" ".join(labelled or kept))
 
 
 def is_remark(text: str) -> bool:
@@ -190,13 +188,13 @@ def grounded_reflection(
         correct=correct,
         shown_data=shown_data,
         trusted=trusted,
-        feedback="" if carried else _shown(feedback),
+        feedback="" if carried else _cut(" ".join(feedback.split())),
         lesson_source=grounded.source,
     )
 
 
-def _shown(feedback: str) -> str:
-    feedback = " ".join(feedback.split())
-    if len(feedback) > EVIDENCE_CHARS:
-        return feedback[:EVIDENCE_CHARS].rsplit(" ", 1)[0] + " [...]"
-    return feedback
+def _cut(text: str) -> str:
+    """``text`` cut at a word within :data:`EVIDENCE_CHARS`, marked."""
+    if len(text) <= EVIDENCE_CHARS:
+        return text
+    return text[:EVIDENCE_CHARS].rsplit(" ", 1)[0] + " [...]"
