@@ -52,6 +52,9 @@ class Reflection:
     (empty when the lesson already carries it)."""
     lesson_source: str = ""
     """Where the lesson came from (ACE: :mod:`combee.methods.ace.grounding`), for counting."""
+    evidence: str = ""
+    """What the feedback states beyond its verdict (a rule, a reference answer, a failed
+    check; "" when it is a verdict alone): what a curator must not lose."""
 
     def render(self) -> str:
         """A compact text form for aggregator prompts."""

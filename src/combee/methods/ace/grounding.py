@@ -78,6 +78,8 @@ class Grounded:
     fields: dict[str, Any]
     source: str
     """``reflector``, ``feedback``, ``feedback+reflector`` or ``dropped`` (see the module)."""
+    evidence: str = ""
+    """The feedback's evidence (:func:`feedback_evidence`)."""
 
 
 def feedback_evidence(feedback: str) -> str:
@@ -163,10 +165,11 @@ def ground(fields: Mapping[str, Any], feedback: str) -> Grounded:
             return Grounded({**fields, LESSON: ""}, "dropped")
         return Grounded({**fields, LESSON: lesson}, "reflector")
     if lesson != written and not states(lesson, evidence):
-        return Grounded({**fields, LESSON: evidence}, "feedback")
+        return Grounded({**fields, LESSON: evidence}, "feedback", evidence)
     if len(evidence) > JOINED_CHARS or states(lesson, evidence):
-        return Grounded({**fields, LESSON: lesson}, "reflector")
-    return Grounded({**fields, LESSON: f"{evidence} {lesson}"}, "feedback+reflector")
+        return Grounded({**fields, LESSON: lesson}, "reflector", evidence)
+    joined = f"{evidence} {lesson}"
+    return Grounded({**fields, LESSON: joined}, "feedback+reflector", evidence)
 
 
 def grounded_reflection(
@@ -190,6 +193,7 @@ def grounded_reflection(
         trusted=trusted,
         feedback="" if carried else _cut(" ".join(feedback.split())),
         lesson_source=grounded.source,
+        evidence=grounded.evidence,
     )
 
 

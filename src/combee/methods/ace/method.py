@@ -23,6 +23,7 @@ from combee.llm.types import (
 )
 from combee.methods.ace import merging, prompts, schemas
 from combee.methods.ace.capacity import SAFETY, CuratorMeter, merge_fan_in, tokens_in
+from combee.methods.ace.coverage import with_stated_rules
 from combee.methods.ace.dedup import NearDuplicates
 from combee.methods.ace.grounding import grounded_reflection
 from combee.methods.ace.operations import ApplyResult, apply_operations
@@ -148,7 +149,8 @@ class AceMethod:
             return AceUpdate(source="none")
         messages = prompts.curator_messages(context, reflections, token_budget=self.token_budget)
         schema = schemas.curator_schema(tuple(s.key for s in context.sections))
-        return _update(await self._ask(messages, "curator", schema), "curator")
+        update = _update(await self._ask(messages, "curator", schema), "curator")
+        return with_stated_rules(update, context, reflections)
 
     def call_capacity(self, context: Playbook, reflections: Sequence[Reflection]) -> CallCapacity:
         """How many of ``reflections`` one curator call can turn into operations against

@@ -1,0 +1,110 @@
+"""A curator's update keeps every short rule the feedback stated
+(combee.methods.ace.coverage): the pure rule, then a curator that writes only remarks, through
+the real client against the scripted server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import combee
+from combee.core.types import Reflection
+from combee.llm import connect
+from combee.methods.ace.coverage import REPAIR, with_stated_rules
+from combee.methods.ace.grounding import grounded_reflection
+from combee.methods.ace.operations import apply_operations
+from combee.methods.ace.playbook import Playbook
+from combee.methods.ace.update import AceUpdate
+from combee.sim import serve_in_thread
+from combee.sim.ace_script import ace_responder
+from combee.tasks.rules import RulesTask
+
+GEGAL = "A Gegal ticket costs its base fare plus a fee of 18."
+PLOUQUAL = "The yield of a Plouqual is its base value multiplied by 8."
+THEIM = "Every date in a Theim record is written as DD.MM.YYYY."
+REMARK = "The playbook does not contain any relevant information about this entity."
+
+
+def reflection(sample_id: str, rule: str, insight: str = REMARK) -> Reflection:
+    return grounded_reflection(
+        sample_id,
+        {"key_insight": insight},
+        correct=False,
+        feedback=f"wrong: expected 96, got '12'. The rule: {rule}",
+    )
+
+
+def test_a_rule_no_operation_and_no_bullet_carries_is_added_once_and_counted() -> None:
+    playbook = apply_operations(
+        Playbook(), [{"type": "ADD", "section": "domain", "content": THEIM}], token_budget=None
+    ).playbook
+    update = AceUpdate(
+        operations=[
+            {"type": "ADD", "section": "formulas", "content": "Gegal fares add a fee of 18."},
+            {"type": "ADD", "section": "mistakes", "content": f"{REMARK} Plouqual yields."},
+        ],
+        source="curator",
+    )
+    reflections = [
+        reflection("1", GEGAL),
+        reflection("2", PLOUQUAL),
+        reflection("3", PLOUQUAL, "Multiply a Plouqual's base value by 8."),
+        reflection("4", THEIM),
+    ]
+    kept = with_stated_rules(update, playbook, reflections)
+    assert kept.operations[:2] == update.operations
+    # The remark op names Plouquals but not the factor: the rule was lost, so it comes back,
+    # once, in the words of the lesson that states it.
+    assert kept.operations[2:] == [
+        {"type": "ADD", "section": "strategies", "content": PLOUQUAL},
+    ]
+    assert kept.repaired == {REPAIR: 1}
+    applied = apply_operations(playbook, kept.operations, token_budget=None)
+    assert PLOUQUAL in [b.content for b in applied.playbook.bullets]
+
+
+def test_nothing_is_added_without_a_short_specific_evidence() -> None:
+    update = AceUpdate(source="curator")
+    verdict_only = grounded_reflection(
+        "1", {"key_insight": REMARK}, correct=False, feedback="expected 96.5, got 12"
+    )
+    generic = reflection("2", "check the units before answering.")
+    long_list = reflection("3", " ".join(f"call_{i}(x={i})." for i in range(60)))
+    assert verdict_only.evidence == "" and generic.evidence and long_list.evidence
+    assert with_stated_rules(update, Playbook(), [verdict_only, generic, long_list]) is update
+
+
+def _forgetful(body: Mapping[str, Any]) -> str:
+    """The scripted ACE model, except that its curator only ever adds a remark."""
+    reply = ace_responder(body)
+    spec = (body.get("response_format") or {}).get("json_schema") or {}
+    if spec.get("name") != "curator":
+        return reply
+    data = json.loads(reply)
+    data["operations"] = [{"type": "ADD", "section": "other", "content": REMARK}]
+    return json.dumps(data)
+
+
+async def test_every_stated_rule_reaches_the_playbook_when_the_curators_only_remark(
+    tmp_path: Path,
+) -> None:
+    task = RulesTask()
+    with serve_in_thread(_forgetful) as server:
+        llm = connect("sim", base_url=server.base_url, max_retries=0)
+        try:
+            await combee.train_async(
+                task, strategy="combee", batch_size=16, llm=llm, run_dir=tmp_path / "run",
+                seed=0, train_limit=16, val_limit=0, test_limit=0, screen=False,
+            )  # fmt: skip
+        finally:
+            await llm.aclose()
+        curators = sum(r.schema_name == "curator" for r in server.records)
+    assert curators >= 2  # several groups, each of which forgot its rules
+    playbook = (tmp_path / "run" / "playbook.txt").read_text()
+    for entity in task.entities:
+        assert entity.rule in playbook, entity.rule
+    assert "relevant information" not in playbook
+    results = json.loads((tmp_path / "run" / "final_results.json").read_text())
+    assert results["lessons_repaired"][REPAIR] >= 16
