@@ -79,3 +79,25 @@ def test_messages_name_the_flag_and_its_value(tmp_path: Path) -> None:
     budget = run_combee("train", "--token-budget", "10", *NOWHERE, "--out", str(tmp_path / "b"))
     one_clear_line(budget, "--token-budget is 10", "or to 0 for no limit")
     assert "None" not in budget.stderr
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ("train", "--task", "jsonl", "--data", "/dev/zero"),
+        ("train", "--initial-playbook", "/dev/zero"),
+        ("learn", "--traces", "/dev/zero"),
+    ],
+)
+def test_a_device_is_refused_before_it_is_read(tmp_path: Path, flags: tuple[str, ...]) -> None:
+    result = run_combee(*flags, *NOWHERE, "--out", str(tmp_path / "r"), timeout=120)
+    one_clear_line(result, "/dev/zero", "is a device, not a file")
+    assert not (tmp_path / "r" / "config.json").exists()
+
+
+def test_an_input_file_over_the_limit_is_refused_unread(tmp_path: Path) -> None:
+    huge = tmp_path / "huge.jsonl"
+    with huge.open("wb") as out:  # sparse: nothing is written to the disk
+        out.truncate((1 << 30) + 1)
+    result = run_combee("train", "--task", "jsonl", "--data", str(huge), *NOWHERE, timeout=120)
+    one_clear_line(result, str(huge), "the most one input file may hold")

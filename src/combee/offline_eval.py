@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from combee.core.files import read_setting_file
 from combee.errors import CombeeError, ConfigError, LLMCallError
 from combee.runs import CONFIG_FILE, read_config
 from combee.tasks.traces import Trace, load_traces
@@ -246,10 +247,7 @@ def _traces(traces: Iterable[Any], format: str) -> list[Trace]:
 
 def _playbook_text(playbook: str | os.PathLike[str]) -> str:
     if isinstance(playbook, os.PathLike):
-        try:
-            return Path(playbook).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise ConfigError(f"{playbook} cannot be read ({error})", setting="playbook") from None
+        return read_setting_file(playbook, "playbook")
     return playbook
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from combee.core.controller import AutoBatchSize, BatchDecision
+from combee.core.files import read_setting_file
 from combee.core.learner import Learner, LoopLearner
 from combee.core.loop import BatchSchedule, FixedBatchSize
 from combee.core.types import Method, Reduces, Strategy, protocol_members
@@ -223,19 +224,7 @@ def initial_text(initial_context: Any, setting: str = "initial_context") -> tupl
     if initial_context is None:
         return None, None
     if isinstance(initial_context, Path | os.PathLike):
-        path = Path(initial_context)
-        try:
-            return path.read_text(encoding="utf-8"), None
-        except OSError as error:
-            raise ConfigError(
-                f"{path}: cannot be read: {error.strerror}", setting=setting
-            ) from None
-        except UnicodeDecodeError as error:
-            raise ConfigError(
-                f"{path}: is not UTF-8 text (byte {error.start}); a playbook or prompt is a "
-                "text file",
-                setting=setting,
-            ) from None
+        return read_setting_file(initial_context, setting), None
     if isinstance(initial_context, str):
         return initial_context, None
     return None, initial_context

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from combee.core.files import read_text
 from combee.errors import ConfigError
 from combee.llm.connect import Endpoint
 from combee.settings import NAMES
@@ -91,7 +92,7 @@ def load_spec(path: str | os.PathLike[str]) -> GridSpec:
     """Read and check a grid spec; every problem names the file and the key."""
     file = Path(path)
     try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_text(file))
     except OSError as error:
         raise _bad(file, f"cannot be read: {error.strerror}") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:

@@ -14,9 +14,9 @@ import contextlib
 import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
-from pathlib import Path
 from typing import Any
 
+from combee.core.files import read_setting_file
 from combee.errors import ConfigError
 from combee.llm.connect import Endpoint
 from combee.llm.types import DEFAULT_KEY_ENV
@@ -124,10 +124,7 @@ def starting_playbook(path: str) -> str:
     """The text of the ``playbook`` setting's file ("" when none is named)."""
     if not path:
         return ""
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as problem:
-        raise ConfigError(f"{path} cannot be read ({problem})", setting="playbook") from None
+    return read_setting_file(path, "playbook")
 
 
 async def _watch(gateway: Gateway) -> None:

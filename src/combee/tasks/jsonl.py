@@ -9,6 +9,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from combee.core.files import read_text
 from combee.errors import ConfigError, DatasetError
 from combee.tasks.base import Sample, Score, Splits
 from combee.tasks.scoring import SCORER_NAMES, Scorer, get_scorer
@@ -48,7 +49,7 @@ def _no_constant(name: str) -> Any:
 
 def read_jsonl_file(path: Path) -> list[tuple[int, Record]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path)
     except FileNotFoundError:
         raise DatasetError(str(path), None, "file not found; check the dataset path") from None
     except IsADirectoryError:

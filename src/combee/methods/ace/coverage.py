@@ -6,9 +6,10 @@ nothing) for the rest. When a reflection's feedback stated what was expected in 
 that statement is the ground truth of the attempt, and leaving it out loses a lesson that no
 later step can bring back. So after each curator call: a short evidence whose names and numbers
 (whole words, a name that opens a sentence included) no single operation of the reply and no
-single bullet of the playbook holds is added as a bullet, in the lesson's words when the lesson states it, else in the feedback's; it is counted as
-``omitted_rule`` among the repairs. Evidence with nothing specific in it (no number, no name) is
-left to the curator's judgement, as are lessons that only the reflector wrote.
+single bullet of the playbook holds is added as a bullet, in the lesson's words when the lesson
+states it, else in the feedback's; it is counted as ``omitted_rule`` among the repairs. Evidence
+with nothing specific in it (no number, no name) is left to the curator's judgement, as are
+lessons that only the reflector wrote.
 """
 
 from __future__ import annotations

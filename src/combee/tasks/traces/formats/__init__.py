@@ -206,6 +206,8 @@ def _files(paths: Iterable[str | Path], chosen: Reader | None) -> list[tuple[Pat
             found.extend((p, False) for p in inside)
         elif path.is_file():
             found.append((path, True))
+        elif path.exists():
+            raise ConfigError(f"{str(path)!r} is a device, not a file or folder", setting="traces")
         else:
             raise ConfigError(f"{str(path)!r} does not exist", setting="traces")
     return found

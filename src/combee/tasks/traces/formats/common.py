@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import gzip
 import json
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from combee.core import files
 from combee.errors import DatasetError
 from combee.tasks.traces.model import Trace
 
@@ -47,12 +46,11 @@ class Reader:
 def read_text(path: Path) -> str:
     """The file's text, gunzipped when it ends in ``.gz``."""
     try:
-        if path.suffix == ".gz":
-            with gzip.open(path, "rt", encoding="utf-8") as handle:
-                return handle.read()
-        return path.read_text(encoding="utf-8")
-    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as error:
-        raise DatasetError(str(path), None, f"cannot be read ({error})") from None
+        return files.read_text(path)
+    except OSError as error:
+        raise DatasetError(str(path), None, f"cannot be read ({error.strerror})") from None
+    except UnicodeDecodeError as error:
+        raise DatasetError(str(path), None, f"is not UTF-8 text ({error.reason})") from None
 
 
 def load_json(path: Path) -> Any:

@@ -1,0 +1,62 @@
+"""Input files read with a bound: a device (``/dev/zero``) or a file larger than any input the
+tool reads is refused at once, before memory fills, with an ``OSError`` whose ``strerror`` says
+why (callers already name the file and the setting when a read fails)."""
+
+from __future__ import annotations
+
+import errno
+import gzip
+import os
+import stat
+import zlib
+from pathlib import Path
+
+from combee.errors import ConfigError
+
+INPUT_LIMIT = 1 << 30
+"""The most bytes one input file (a dataset, a playbook, a trace file; unpacked) may hold."""
+
+
+def _too_large(limit: int) -> OSError:
+    return OSError(
+        errno.EFBIG, f"holds more than {limit:,} bytes, the most one input file may hold; split it"
+    )
+
+
+def read_bytes(path: str | os.PathLike[str], *, limit: int = INPUT_LIMIT) -> bytes:
+    """The file's bytes (gunzipped when its name ends in ``.gz``), at most ``limit`` of them."""
+    with open(path, "rb") as handle:
+        mode = os.fstat(handle.fileno()).st_mode
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            raise OSError(errno.EINVAL, "is a device, not a file")
+        if stat.S_ISREG(mode) and os.fstat(handle.fileno()).st_size > limit:
+            raise _too_large(limit)
+        if Path(path).suffix == ".gz":
+            try:
+                with gzip.GzipFile(fileobj=handle) as unpacked:
+                    data = unpacked.read(limit + 1)
+            except (EOFError, zlib.error, gzip.BadGzipFile) as error:
+                raise OSError(errno.EINVAL, f"is not a whole gzip file ({error})") from None
+        else:
+            data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise _too_large(limit)
+    return data
+
+
+def read_text(path: str | os.PathLike[str], *, limit: int = INPUT_LIMIT) -> str:
+    """The file as UTF-8 text (see :func:`read_bytes`); ``UnicodeDecodeError`` when it is not."""
+    return read_bytes(path, limit=limit).decode("utf-8")
+
+
+def read_setting_file(path: str | os.PathLike[str], setting: str) -> str:
+    """The UTF-8 text of the file a setting names; a ConfigError naming the file, the setting
+    and the cause when it cannot be read."""
+    try:
+        return read_text(path)
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot be read: {error.strerror}", setting=setting) from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(
+            f"{path}: is not UTF-8 text (byte {error.start}); give a text file", setting=setting
+        ) from None
