@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -37,12 +41,8 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture(scope="module")
-def tracking_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real MLflow tracking server on SQLite, killed at the end."""
-    if not shutil.which(MLFLOW):
-        pytest.skip("the mlflow command is not installed")
-    home = tmp_path_factory.mktemp("mlflow")
+def _start_server(home: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """A real MLflow tracking server on SQLite in ``home``, answering; and its URI."""
     port = _free_port()
     server = subprocess.Popen(
         [
@@ -51,27 +51,44 @@ def tracking_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
         ],
         stdout=(home / "server.log").open("w"), stderr=subprocess.STDOUT,
+        start_new_session=True,  # its workers in its process group, stopped with it
     )  # fmt: skip
     uri = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            if httpx.get(f"{uri}/health", timeout=2).status_code == 200:
+                return server, uri
+        except httpx.HTTPError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            _stop(server)
+            log = (home / "server.log").read_text()[-2000:]
+            raise RuntimeError(f"the MLflow server did not start:\n{log}")
+        time.sleep(0.5)
+
+
+def _stop(server: subprocess.Popen[bytes], how: int = signal.SIGTERM) -> None:
+    """Stops the server and its workers."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(server.pid, how)
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"{uri}/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if server.poll() is not None or time.monotonic() > deadline:
-                log = (home / "server.log").read_text()[-2000:]
-                raise RuntimeError(f"the MLflow server did not start:\n{log}")
-            time.sleep(0.5)
+        server.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
+@pytest.fixture(scope="module")
+def tracking_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real MLflow tracking server on SQLite, stopped at the end."""
+    if not shutil.which(MLFLOW):
+        pytest.skip("the mlflow command is not installed")
+    server, uri = _start_server(tmp_path_factory.mktemp("mlflow"))
+    try:
         yield uri
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        _stop(server)
 
 
 def _runs(uri: str, experiment: str) -> list[Any]:
@@ -269,3 +286,65 @@ def test_errors_name_what_to_fix(tracking_uri: str) -> None:
     MlflowClient(tracking_uri).create_experiment("empty")
     with pytest.raises(ConfigError, match="mlflow:empty: the experiment holds no traces"):
         read_traces(["mlflow:empty"], tracking_uri=tracking_uri)
+
+
+class KillAt(LoopObserver):
+    """Kills the tracking server as iteration ``iteration`` starts."""
+
+    def __init__(self, server: subprocess.Popen[bytes], iteration: int) -> None:
+        self.server = server
+        self.iteration = iteration
+
+    def on_iteration_start(self, epoch: int, iteration: int, batch_size: int) -> None:
+        if iteration == self.iteration:
+            _stop(self.server, signal.SIGKILL)
+
+
+def test_a_tracking_server_that_dies_mid_run_costs_the_tracking_only(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from combee.runs.tracking import MlflowTracker
+
+    if not shutil.which(MLFLOW):
+        pytest.skip("the mlflow command is not installed")
+    home = tmp_path / "mlflow"
+    home.mkdir()
+    server, uri = _start_server(home)
+    settings: dict[str, Any] = {
+        "batch_size": 2, "train_limit": 6, "val_limit": 0, "test_limit": 2, "seed": 0,
+    }  # fmt: skip
+    try:
+        with serve_in_thread(ace_responder) as sim:
+            llm = combee.llm.connect("sim", base_url=sim.base_url)
+            tracker = MlflowTracker(tmp_path / "tracked", tracking_uri=uri, experiment="outage")
+            with caplog.at_level(logging.WARNING, logger="combee.runs.tracking"):
+                combee.train(
+                    "formula", llm=llm, run_dir=tmp_path / "tracked",
+                    observers=[KillAt(server, 2), tracker], **settings,
+                )  # fmt: skip
+            again = combee.llm.connect("sim", base_url=sim.base_url)  # one per event loop
+            combee.train("formula", llm=again, run_dir=tmp_path / "plain", **settings)
+    finally:
+        _stop(server)
+    warnings = [r.getMessage() for r in caplog.records if r.name == "combee.runs.tracking"]
+    assert len(warnings) == 1, warnings
+    assert "MLflow tracking stopped: logging iteration 2 failed" in warnings[0]
+    tracked = json.loads((tmp_path / "tracked" / "final_results.json").read_text())
+    plain = json.loads((tmp_path / "plain" / "final_results.json").read_text())
+    assert tracked["iterations"] == plain["iterations"] == 3
+    assert (tmp_path / "tracked" / "playbook.txt").read_text() == (
+        tmp_path / "plain" / "playbook.txt"
+    ).read_text()
+
+
+def test_a_tracking_uri_mlflow_cannot_open_is_one_line_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "run"
+    result = run_combee(
+        "train", "--task", "formula", "--model", "sim", "--base-url", "http://127.0.0.1:9/v1",
+        "--out", str(out), "--track", "mlflow", "--tracking-uri", "not a uri",
+    )  # fmt: skip
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "--tracking-uri not a uri cannot be opened by MLflow" in result.stderr, result.stderr
+    assert not out.exists()

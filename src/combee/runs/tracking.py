@@ -5,12 +5,19 @@ On run start it opens an MLflow run (a resumed run continues the MLflow run its 
 a key); each iteration's metrics row with ``step`` = the iteration, and that iteration's context
 version as an artifact; at the end the final results as metrics and the run's files (the final
 playbook, ``config.json``, ``metrics.jsonl``, ``final_results.json``) as artifacts.
+
+Tracking never stops or stalls a run: a tracking URI MLflow cannot open is a ConfigError before
+anything is written; once the run has started, a server that stops answering costs the tracking
+only (one warning; the run's own files hold everything), and MLflow's HTTP retries are bounded
+(:data:`HTTP_DEFAULTS`, unless the environment sets them) so that finding out takes seconds, not
+the minutes of MLflow's defaults.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import time
 from collections.abc import Iterator, Mapping
@@ -30,11 +37,18 @@ from combee.runs.layout import (
     RESULTS_FILE,
 )
 
-"""Written in the run directory: the MLflow run (and tracking server) a resumed run continues."""
 INSTALL_HINT = "pip install 'combee[mlflow]'"
 MAX_PARAM_LENGTH = 6000
 """MLflow's longest param value; longer values are cut."""
 _SECRET_NAMES = ("api_key", "key", "secret", "password", "token")
+HTTP_DEFAULTS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "20",
+}
+"""MLflow's HTTP retry settings while a run is tracked, where the environment sets none."""
+
+log = logging.getLogger(__name__)
 
 
 def import_mlflow() -> Any:
@@ -127,11 +141,22 @@ class MlflowTracker(LoopObserver):
         self.mlflow = import_mlflow()
         self.tracking_uri = tracking_uri_of(tracking_uri)
         check_reachable(self.tracking_uri)
+        for name, value in HTTP_DEFAULTS.items():
+            os.environ.setdefault(name, value)
+        from mlflow.tracking import MlflowClient
+
+        try:
+            self._client: Any = MlflowClient(tracking_uri=self.tracking_uri)
+        except self.mlflow.exceptions.MlflowException as error:
+            first = error.message.split(". ", 1)[0].rstrip(".")
+            raise ConfigError(
+                f"{shown_uri(self.tracking_uri)} cannot be opened by MLflow ({first})",
+                setting="tracking_uri",
+            ) from None
         self.run_dir = None if run_dir is None else Path(run_dir)
         self.experiment = experiment
         self.run_name = run_name
         self.run_id: str | None = None
-        self._client: Any = None
 
     @classmethod
     def continuing(cls, run_dir: str | os.PathLike[str]) -> MlflowTracker | None:
@@ -147,9 +172,7 @@ class MlflowTracker(LoopObserver):
         )
 
     def on_run_start(self, config: Mapping[str, Any]) -> None:
-        from mlflow.tracking import MlflowClient
-
-        self._client = client = MlflowClient(tracking_uri=self.tracking_uri)
+        client = self._client
         try:
             saved = None if self.run_dir is None else _saved(self.run_dir)
             if saved is not None and saved.get("run_id") and "resumed_after" in config:
@@ -194,12 +217,13 @@ class MlflowTracker(LoopObserver):
     def on_iteration_end(self, report: IterationReport[Any, Any]) -> None:
         if self.run_id is None:
             return
-        row = self._metrics_row(report)
-        self._log_metrics(numeric_metrics(row), step=report.iteration)
-        if self.run_dir is not None:
-            version = self.run_dir / CONTEXTS_DIR / f"iter_{report.iteration:04d}.txt"
-            if version.is_file():
-                self._client.log_artifact(self.run_id, str(version), CONTEXTS_DIR)
+        with self._or_stop(f"logging iteration {report.iteration}"):
+            row = self._metrics_row(report)
+            self._log_metrics(numeric_metrics(row), step=report.iteration)
+            if self.run_dir is not None:
+                version = self.run_dir / CONTEXTS_DIR / f"iter_{report.iteration:04d}.txt"
+                if version.is_file():
+                    self._client.log_artifact(self.run_id, str(version), CONTEXTS_DIR)
 
     def on_run_end(self, summary: Mapping[str, Any] | None) -> None:
         if self.run_id is None:
@@ -208,14 +232,32 @@ class MlflowTracker(LoopObserver):
             with contextlib.suppress(Exception):  # never hide the error that stopped the run
                 self._client.set_terminated(self.run_id, status="KILLED")
             return
-        self._log_metrics(numeric_metrics(summary), step=int(summary.get("iterations") or 0))
-        if self.run_dir is not None:
-            for path in sorted(self.run_dir.iterdir()):
-                if path.is_file() and (
-                    path.suffix == ".txt" or path.name in (CONFIG_FILE, METRICS_FILE, RESULTS_FILE)
-                ):
-                    self._client.log_artifact(self.run_id, str(path))
-        self._client.set_terminated(self.run_id, status="FINISHED")
+        with self._or_stop("logging the final results"):
+            step = int(summary.get("iterations") or 0)
+            self._log_metrics(numeric_metrics(summary), step=step)
+            if self.run_dir is not None:
+                for path in sorted(self.run_dir.iterdir()):
+                    if path.is_file() and (
+                        path.suffix == ".txt"
+                        or path.name in (CONFIG_FILE, METRICS_FILE, RESULTS_FILE)
+                    ):
+                        self._client.log_artifact(self.run_id, str(path))
+            self._client.set_terminated(self.run_id, status="FINISHED")
+
+    @contextlib.contextmanager
+    def _or_stop(self, doing: str) -> Iterator[None]:
+        """Runs the block; when the tracking server fails it, tracking stops for the rest of
+        the run with one warning, and the run goes on."""
+        try:
+            yield
+        except Exception as error:  # any failure of the tracker's, never the run's
+            cause = " ".join(str(error).split())[:200]
+            where = f"; the run's files are in {self.run_dir}" if self.run_dir else ""
+            log.warning(
+                "MLflow tracking stopped: %s failed at %s (%s: %s); the run goes on untracked%s",
+                doing, shown_uri(self.tracking_uri), type(error).__name__, cause, where,
+            )  # fmt: skip
+            self.run_id = None
 
     def _metrics_row(self, report: IterationReport[Any, Any]) -> Mapping[str, Any]:
         """The iteration's row of ``metrics.jsonl`` (written just before this hook), or what the
