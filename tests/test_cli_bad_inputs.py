@@ -79,6 +79,8 @@ def test_messages_name_the_flag_and_its_value(tmp_path: Path) -> None:
     budget = run_combee("train", "--token-budget", "10", *NOWHERE, "--out", str(tmp_path / "b"))
     one_clear_line(budget, "--token-budget is 10", "or to 0 for no limit")
     assert "None" not in budget.stderr
+    negative = run_combee("train", "--token-budget", "-1", *NOWHERE, "--out", str(tmp_path / "c"))
+    one_clear_line(negative, "--token-budget must be a whole number of at least 1, or 0 for no")
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from combee.core.settings import Declared
+from combee.errors import ConfigError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -62,8 +63,15 @@ def settings_from_options(items: Sequence[Declared], values: Mapping[str, Any]) 
     found = {}
     for item in items:
         value = values[item.name]
-        if item.bounds.cli_zero_is_none and value == 0:
+        zero_is_none = item.bounds.cli_zero_is_none
+        if zero_is_none and value == 0:
             value = None
+        elif zero_is_none and item.bounds.least is not None and value < item.bounds.least:
+            raise ConfigError(
+                f"must be a whole number of at least {item.bounds.least:g}, or 0 for "
+                f"{item.bounds.none or 'none'} (got {value})",
+                setting=item.name,
+            )
         found[item.name] = value
     return found
 
