@@ -163,3 +163,38 @@ def test_a_rerun_cannot_turn_redaction_off_midway(server: RunningServer, tmp_pat
     message = " ".join(rerun.stderr.split())
     assert rerun.returncode == 1 and "holds an unfinished run with other settings" in message
     assert '"redact": true' in message and '"redact": false' in message
+
+
+class StopAfterOne(LoopObserver):
+    def on_checkpoint(self, state: object) -> None:
+        raise KeyboardInterrupt  # as a kill would, once iteration 1 is saved
+
+
+def test_a_relative_cache_is_kept_when_resuming_from_another_folder(
+    server: RunningServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    first, other, run = tmp_path / "first", tmp_path / "other", tmp_path / "run"
+    first.mkdir()
+    other.mkdir()
+    monkeypatch.chdir(first)
+    endpoint = combee.llm.Endpoint("sim", base_url=server.base_url, cache="cache.sqlite")
+    with pytest.raises(KeyboardInterrupt):
+        combee.train(
+            "formula", batch_size=4, train_limit=12, val_limit=0, test_limit=2, llm=endpoint,
+            run_dir=run, observers=[StopAfterOne()],
+        )  # fmt: skip
+    recorded = json.loads((run / "config.json").read_text())["endpoint"]["cache"]
+    assert recorded == str(first / "cache.sqlite")
+
+    def entries() -> int:
+        with sqlite3.connect(first / "cache.sqlite") as db:
+            count: int = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+            return count
+
+    before = entries()
+    monkeypatch.chdir(other)
+    combee.resume(run)
+    assert not (other / "cache.sqlite").exists() and not (run / "cache.sqlite").exists()
+    assert entries() > before  # the resumed iterations' calls went to the run's cache

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections import Counter
@@ -113,7 +114,7 @@ class LLM:
             "concurrency": concurrency,
             "timeout_s": timeout_s,
             "max_retries": max_retries,
-            "cache": str(cache.path) if cache is not None else None,
+            "cache": os.path.abspath(cache.path) if cache is not None else None,
             "redact": redact,
             "max_failures_in_a_row": max_failures_in_a_row,
             "prices": None
