@@ -38,6 +38,28 @@ def test_a_second_process_is_refused_while_the_first_writes(tmp_path: Path) -> N
     assert len(rows) == 4  # each iteration once: the second process wrote nothing
 
 
+def test_a_second_resume_of_a_folder_being_written_names_resume(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with serve_in_thread(ace_responder, SimConfig(ttft_s=0.3)) as server:
+        args = [
+            "train", "--train-limit", "8", "--val-limit", "0", "--test-limit", "2",
+            "--batch-size", "2", "--model", "sim", "--base-url", server.base_url,
+            "--out", str(out),
+        ]  # fmt: skip
+        env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
+        first = subprocess.Popen([COMBEE, *args], env=env, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while not (out / "checkpoint.json").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            second = run_combee("train", "--resume", str(out))
+        finally:
+            _, first_err = first.communicate(timeout=300)
+    assert first.returncode == 0, first_err
+    assert second.returncode == 1 and "Traceback" not in second.stderr
+    assert f"--resume {out}" in second.stderr and "--out" not in second.stderr, second.stderr
+
+
 def test_the_same_process_may_open_its_folder_again(tmp_path: Path) -> None:
     first = RunDir(tmp_path / "run")
     again = RunDir(tmp_path / "run", resume=True)

@@ -11,6 +11,7 @@ from rich.console import Console
 from combee.cli import options as opt
 from combee.cli.app import app, err, fail, run
 from combee.cli.setting_options import settings_from_options, with_setting_options
+from combee.errors import ConfigError
 from combee.runs.layout import CACHE_FILE
 from combee.settings import SETTINGS
 
@@ -159,6 +160,10 @@ def resume_run(folder: Path, progress: ConsoleProgress) -> None:
             tracker = MlflowTracker.continuing(folder)  # a tracked run goes on in its MLflow run
             observers = [progress] if tracker is None else [progress, tracker]
             return await resume_async(folder, observers=observers)
+        except ConfigError as error:
+            if error.setting != "run_dir":
+                raise
+            raise ConfigError(error.problem, setting="resume") from None  # the folder given
         finally:
             progress.close()
 
