@@ -198,3 +198,29 @@ def test_a_relative_cache_is_kept_when_resuming_from_another_folder(
     combee.resume(run)
     assert not (other / "cache.sqlite").exists() and not (run / "cache.sqlite").exists()
     assert entries() > before  # the resumed iterations' calls went to the run's cache
+
+
+def test_a_run_from_before_groups_screen_and_task_spec_resumes_as_it_ran(
+    server: RunningServer, tmp_path: Path
+) -> None:
+    from combee.runs.checkpoint import config_differences
+
+    run = tmp_path / "run"
+    llm = combee.llm.connect("sim", base_url=server.base_url)
+    with pytest.raises(KeyboardInterrupt):
+        combee.train(
+            "formula", strategy="combee", batch_size=4, train_limit=12, val_limit=0,
+            test_limit=2, llm=llm, run_dir=run, observers=[StopAfterOne()],
+        )  # fmt: skip
+    config = json.loads((run / "config.json").read_text())
+    assert config["groups"] == "capacity" and config["screen"] is True
+    old = {k: v for k, v in config.items() if k not in ("groups", "screen", "task_spec")}
+    (run / "config.json").write_text(json.dumps(old))
+    # Rerunning today's command names the one setting whose default changed since, and why.
+    assert config_differences(old, config) == [
+        'groups: "sqrt" there (the run predates the setting), "capacity" here'
+    ]
+    combee.resume(run)  # with what the run did then: sqrt groups, screened
+    assert json.loads((run / "final_results.json").read_text())["iterations"] == 3
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [row["groups"]["rule"] for row in rows[1:]] == ["sqrt", "sqrt"]

@@ -18,6 +18,7 @@ from combee.learn import learn_async
 from combee.llm.connect import CLIENTS, Endpoint
 from combee.results import TrainResult
 from combee.runs import CACHE_FILE, CHECKPOINT_FILE, RESULTS_FILE, read_config
+from combee.runs.checkpoint import earlier_behaviour
 from combee.settings import NAMES
 from combee.sync import run_sync
 
@@ -44,7 +45,8 @@ def saved_settings(run_dir: str | os.PathLike[str]) -> tuple[str, dict[str, Any]
             "first iteration (start it again)",
             setting="resume",
         )
-    config = read_config(folder, setting="resume")
+    recorded = read_config(folder, setting="resume")
+    config = {**earlier_behaviour(recorded, {}), **recorded}
     if config.get("initial_context") is not None:
         raise ConfigError(
             f"{folder} started from {config['initial_context']}, which the folder does not hold: "

@@ -155,13 +155,22 @@ def resume_point(
     return read_checkpoint(folder / CHECKPOINT_FILE, load, samples)
 
 
-def _earlier_behaviour(saved: Mapping[str, Any], here: Mapping[str, Any]) -> dict[str, Any]:
-    """What a run made before a setting existed did, where that is not the setting's default:
-    ``combee`` dealt ``floor(sqrt(n))`` groups before the ``groups`` setting (a run of another
-    strategy never used it)."""
-    if "groups" in saved:
-        return {}
-    return {"groups": "sqrt" if saved.get("strategy") == "combee" else here.get("groups")}
+def earlier_behaviour(saved: Mapping[str, Any], here: Mapping[str, Any]) -> dict[str, Any]:
+    """What a run made before a setting existed did, for each such setting its ``config.json``
+    lacks, beside the settings of this run (``here``; empty when resuming from the folder
+    alone): ``combee`` dealt ``floor(sqrt(n))`` groups before the ``groups`` setting (a run of
+    another strategy never used it: ``here``'s value stands); reflections were always screened
+    before ``screen`` (its default); the task's name was ``task`` before ``task_spec``."""
+    found: dict[str, Any] = {}
+    if "groups" not in saved and saved.get("strategy") == "combee":
+        found["groups"] = "sqrt"
+    elif "groups" not in saved and "groups" in here:
+        found["groups"] = here["groups"]
+    if "screen" not in saved and "screen" in here:
+        found["screen"] = True
+    if "task_spec" not in saved and isinstance(saved.get("task"), str):
+        found["task_spec"] = saved["task"]
+    return found
 
 
 def config_differences(saved: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
@@ -175,10 +184,13 @@ def config_differences(saved: Mapping[str, Any], config: Mapping[str, Any]) -> l
         found = raw if isinstance(raw, Mapping) else {}
         return {k: found.get(k) for k in ("model", "base_url", "json_mode", "redact")}
 
-    there = {**_earlier_behaviour(saved, here), **saved, "endpoint": endpoint(saved)}
+    earlier = earlier_behaviour(saved, here)
+    there = {**earlier, **saved, "endpoint": endpoint(saved)}
     now = {**here, "endpoint": endpoint(here)}
     return [
-        f"{key}: {json.dumps(there.get(key))} there, {json.dumps(now.get(key))} here"
+        f"{key}: {json.dumps(there.get(key))} there"
+        + (" (the run predates the setting)" if key in earlier else "")
+        + f", {json.dumps(now.get(key))} here"
         for key in sorted(set(there) | set(now))
         if there.get(key) != now.get(key)
         # A setting that a later version added, left off here, is what the earlier run did.
