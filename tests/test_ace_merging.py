@@ -138,6 +138,30 @@ def test_a_drop_stands_only_when_something_else_carries_the_lessons_specifics() 
     assert merged.repaired == {"merge_drop_overruled": 1}
 
 
+def test_a_name_that_opens_the_lesson_counts_as_one_of_its_specifics() -> None:
+    local = AceUpdate(
+        [
+            {
+                "type": "ADD",
+                "section": "formulas",
+                "content": "A Plouqual yields 6 times its base.",
+            },
+            {"type": "ADD", "section": "domain", "content": "Duplix spans are 6 meters each."},
+            {"type": "ADD", "section": "domain", "content": "The Plouqual factor is 6."},
+        ],
+        "",
+        "curator",
+    )
+    merged = resolve_merge([local, AceUpdate()], {"keep": [1], "combine": [], "drop": [2, 3]})
+    assert merged is not None
+    # "6" is carried by #1, "Duplix" by nothing else: #2 is no repeat; #3 is one.
+    assert [op["content"] for op in merged.operations] == [
+        "A Plouqual yields 6 times its base.",
+        "Duplix spans are 6 meters each.",
+    ]
+    assert merged.repaired == {"merge_drop_overruled": 1}
+
+
 @pytest.mark.parametrize(
     "reply",
     [

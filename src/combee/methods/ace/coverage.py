@@ -22,7 +22,7 @@ from combee.core.types import Reflection
 from combee.methods.ace.grounding import (
     JOINED_CHARS,
     LESSON,
-    distinctive_terms,
+    named_terms,
     states,
     without_remarks,
 )
@@ -31,25 +31,6 @@ from combee.methods.ace.update import AceUpdate
 
 REPAIR = "omitted_rule"
 """The repair counted for each rule added back."""
-
-_OPENING = re.compile(r"(?:^|[.!?;:]\s+)([A-Z][\w\-]+)")
-_STARTER_WORDS = """
-a an the this that these those each every all any some no not never always only if when
-whenever while for in on at to from by with of as after before since until unless it its they
-their there here we you your he she his her one two use do does did is are be check make take
-give keep write read add multiply divide subtract count convert round expected required wrong
-correct note rule hint reference lesson
-"""
-_STARTERS = frozenset(_STARTER_WORDS.split())
-"""Words that open sentences as often as names do: never taken for a name."""
-
-
-def _names(text: str) -> set[str]:
-    """The terms of ``text``: its numbers and names (:func:`distinctive_terms`), and a name
-    that opens a sentence ("Duplix distances are ..."), which that function cannot tell from
-    an ordinary first word."""
-    opening = {m[1].lower() for m in _OPENING.finditer(text)}
-    return distinctive_terms(text) | (opening - _STARTERS)
 
 
 def _holds(terms: set[str], texts: Sequence[str]) -> bool:
@@ -77,7 +58,7 @@ def with_stated_rules(
     section = context.sections[0].key
     for reflection in reflections:
         evidence = reflection.evidence
-        terms = _names(evidence) if len(evidence) <= JOINED_CHARS else set()
+        terms = named_terms(evidence) if len(evidence) <= JOINED_CHARS else set()
         if not terms or _holds(terms, texts):
             continue
         lesson = str(reflection.fields.get(LESSON) or "")

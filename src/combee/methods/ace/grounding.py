@@ -69,6 +69,20 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])")
 _CLAUSE = re.compile(rf"{_SENTENCE.pattern}|\n+")
 _QUOTED = re.compile(r"\"([^\"]{20,})\"|(?:(?<=\s)|^)'([^']{20,})'(?=[\s.,;:)]|$)")
 _WORD = re.compile(r"[\w.()\-]+")
+_OPENING = re.compile(r"(?:^|[.!?;:]\s+)([A-Z][\w\-]+)")
+_STARTER_WORDS = """
+a an the this that these those each every all any some no not never always only if when
+whenever while for in on at to from by with of as after before since until unless it its they
+their there here we you your he she his her one two both either neither most many more less
+also then so but and or however otherwise instead first second next last finally
+use do does did is are be was were has have can must should may will would
+check make take give keep write read add multiply divide subtract count convert round apply
+avoid ensure verify compute calculate consider remember prefer treat call ask confirm return
+answer state report express format include skip list look find set get put leave start stop
+try follow compare search book cancel change update pay refund transfer send
+expected required wrong correct note rule hint reference lesson example
+"""
+_STARTERS = frozenset(_STARTER_WORDS.split())
 
 
 @dataclass(frozen=True)
@@ -140,6 +154,18 @@ def distinctive_terms(text: str) -> set[str]:
             terms.add(bare.lower())
         sentence_start = word.endswith(".")
     return {term for term in terms if term}
+
+
+def opening_names(text: str) -> set[str]:
+    """The names that open a sentence of ``text`` ("Duplix distances are ..."), lowercased: a
+    capitalised first word that is not one of the words sentences open with as often as names
+    do. :func:`distinctive_terms` leaves every first word out."""
+    return {match[1].lower() for match in _OPENING.finditer(text)} - _STARTERS
+
+
+def named_terms(text: str) -> set[str]:
+    """:func:`distinctive_terms` and :func:`opening_names`."""
+    return distinctive_terms(text) | opening_names(text)
 
 
 def states(lesson: str, evidence: str) -> bool:

@@ -7,8 +7,9 @@ lessons (a keep-list of thousands of numbers would outgrow any reply budget).
 
 A lesson is not lost to the form of the reply: numbers may arrive as ``3``, ``"3"`` or ``"#3"``;
 a number the reply does not place is kept (and counted as ``merge_unlisted``); a number placed
-twice counts once (combine before keep before drop); a drop of a lesson whose specifics nothing
-else carries is overruled (``merge_drop_overruled``). Exact duplicates among the result are
+twice counts once (combine before keep before drop); a drop of a lesson whose specifics (numbers,
+identifiers, quoted values, names, a name that opens a sentence among them) nothing else carries
+is overruled (``merge_drop_overruled``). Exact duplicates among the result are
 dropped. A reply that places no valid number is not usable: the caller falls back to the union
 of the local updates (:func:`union`).
 """
@@ -22,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from combee.methods.ace.dedup import specifics
+from combee.methods.ace.grounding import opening_names
 from combee.methods.ace.playbook import normalize_content
 from combee.methods.ace.update import AceUpdate
 
@@ -72,7 +74,12 @@ def _drop_stands(op: Mapping[str, Any], carried: frozenset[str]) -> bool:
     content = op.get("content")
     if not isinstance(content, str):
         return True
-    return specifics(content) <= carried
+    return _named(content) <= carried
+
+
+def _named(text: str) -> frozenset[str]:
+    """What a lesson names: its specifics, and a name that opens one of its sentences."""
+    return specifics(text) | opening_names(text)
 
 
 def dedup(operations: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
@@ -166,13 +173,13 @@ def resolve_merge(
         return None  # curators only propose what is new: dropping all of it is no answer
     dropped, repaired, combined = _notes(updates)
     combined += sum(1 for role in placed.values() if role == "combine")
-    carried_specifics = specifics(known).union(
+    carried_specifics = _named(known).union(
         *(
-            specifics(str(operations[n - 1].get("content", "")))
+            _named(str(operations[n - 1].get("content", "")))
             for n in range(1, count + 1)
             if placed.get(n) in ("keep", None) and n not in combined_at
         ),
-        *(specifics(str(op["content"])) for op in combined_at.values()),
+        *(_named(str(op["content"])) for op in combined_at.values()),
     )
     for number, placement in list(placed.items()):
         if placement == "drop" and not _drop_stands(operations[number - 1], carried_specifics):
