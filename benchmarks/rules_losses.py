@@ -5,8 +5,9 @@ and the same response cache, so a cell the grid already ran is replayed from the
 seconds, and follows each entity's rule through the run:
 
 - ``reflector``: no reflection on the entity's training questions states the rule;
-- ``curator``: a reflection stated it, but no curator reply and no reduced update did;
-- ``merge``: a curator reply stated it, the batch's reduced update did not;
+- ``curator``: a reflection stated it, but no curator's update (after the coverage step of
+  :mod:`combee.methods.ace.coverage`) and no reduced update did;
+- ``merge``: a curator's update stated it, the batch's reduced update did not;
 - ``apply``: the reduced update stated it, the final playbook does not (a repeat folded away,
   a rejected operation, or eviction under the token budget);
 - ``generator``: the final playbook states it, the test question was still answered wrong;
@@ -34,7 +35,9 @@ import combee
 from combee.core.evaluate import Evaluation
 from combee.core.loop import IterationReport, LoopObserver
 from combee.llm.connect import connect
+from combee.methods.ace.method import AceMethod
 from combee.methods.ace.playbook import Playbook
+from combee.methods.ace.update import AceUpdate
 from combee.tasks.rules import RulesTask
 
 STAGES = ("reflector", "curator", "merge", "apply", "generator", "kept", "no rule")
@@ -90,17 +93,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     samples = {s.id: s for s in [*splits.train, *splits.test]}
     llm = connect(args.model, base_url=args.base_url, cache=args.cache, seed=args.seed)
     curated: list[str] = []
-    asked = llm.complete_json
+    curate = AceMethod.curate
 
-    async def recording(messages: Any, **kwargs: Any) -> Any:
-        reply, completion = await asked(messages, **kwargs)
-        if kwargs.get("role") == "curator":
-            ops = reply.get("operations")
-            for op in ops if isinstance(ops, list) else ():
-                curated.append(str(op.get("content", "")) if isinstance(op, dict) else "")
-        return reply, completion
+    async def recording(self: AceMethod, context: Playbook, reflections: Any) -> AceUpdate:
+        update = await curate(self, context, reflections)
+        curated.extend(str(op.get("content", "")) for op in update.operations)
+        return update
 
-    llm.complete_json = recording  # type: ignore[method-assign]
+    AceMethod.curate = recording  # type: ignore[method-assign]
     recorder = Recorder()
     try:
         result = await combee.train_async(
