@@ -121,8 +121,54 @@ CORPUS: tuple[Planted, ...] = (
         + "\nPrivate-MAC: "
         + chars(HEX, 40),
     ),
+    _entry("mailgun key", "key-" + chars(HEX, 32), "MAILGUN_API_KEY: {}"),
+    _entry(
+        "mailgun key, new form",
+        chars(HEX, 32) + "-" + chars(HEX, 8) + "-" + chars(HEX, 8),
+        "mailgun = {}",
+    ),
+    _entry("stripe webhook secret", "whsec_" + chars(ALNUM, 32), "endpoint secret {}"),
+    _entry(
+        "slack app token",
+        "xapp-1-A" + chars(UPPER, 10) + "-" + chars(string.digits, 13) + "-" + chars(HEX, 64),
+    ),
+    _entry("shopify access token", "shpat_" + chars(HEX, 32), "X-Shopify-Access-Token: {}"),
+    _entry("databricks token", "dapi" + chars(HEX, 32), "DATABRICKS_TOKEN {}"),
+    _entry("digitalocean token", "dop_v1_" + chars(HEX, 64)),
+    _entry("vault token", "hvs." + chars(URLSAFE, 90), "VAULT: {}"),
+    _entry(
+        "docker config auth",
+        chars(B64, 40) + "==",
+        '{{"auths": {{"registry.example.io": {{"auth": "{}"}}}}}}',
+    ),
+    _entry("google oauth client secret", "GOCSPX-" + chars(URLSAFE, 28)),
+    _entry(
+        "azure sas signature",
+        chars(ALNUM, 40) + "%3D",
+        "https://acme.blob.core.windows.net/c/f.csv?sv=2022-11-02&sr=b&sig={}&se=2027-01-01",
+    ),
+    _entry("password phrase", "quokka lantern marmalade zither", 'DB_PASSWORD="{}"'),
+    _entry("short password", "ab12x", "login user=admin password=ab12x"),
+    _entry("german password", "Geheim" + chars(ALNUM, 6), "Passwort: {}"),
+    _entry("spanish password", "clave" + chars(ALNUM, 6), "contraseña: {}"),
+    _entry("french password", "soleil" + chars(ALNUM, 6), "mot de passe : {}"),
+    _entry("chinese password", "mima" + chars(ALNUM, 8), "密码：{}"),
 )
-"""43 formats: every detect-secrets detector with a fixed format, and more."""
+"""60 formats: every detect-secrets detector with a fixed format, and more."""
+
+ORDINARY: tuple[str, ...] = (
+    "Order APC1500MXBLK2 ships on Monday.",
+    "Pay to IBAN DE89370400440532013000 by Friday.",
+    "Request id 123e4567-e89b-12d3-a456-426614174000 failed.",
+    "Fixed in commit 9fceb02d0ae598e95dc970b74767f19372d61af8 (short 9fceb02).",
+    "ISBN 978-3-16-148410-0 is out of print.",
+    "Your booking reference is ZFA04Y on flight UA2231.",
+    "Tracking number 1Z999AA10123456784, order ORD-2026-004512.",
+    "The checksum is d41d8cd98f00b204e9800998ecf8427e.",
+    "Reset your password: visit the account page and follow the link.",
+    "Serial SN-88A7-22F1-0B3C, part APX-4410, key length 2048 bits.",
+)
+"""Ordinary codes and sentences that no redaction may change."""
 
 
 def core(planted: Planted) -> str:

@@ -47,6 +47,17 @@ def test_a_megabyte_of_hex_next_to_a_secret_word_is_searched_once() -> None:
     assert redact(named) == named.replace("hunter22", "[REDACTED:secret]")
 
 
+def test_a_megabyte_of_password_fields_and_new_formats() -> None:
+    fields = "password:abcdefghi " * 50_000 + "Passwort:" + "a" * MB  # each is redacted once
+    assert redact(fields).count("[REDACTED:password]") == 50_001
+    unbroken = ("password:" + "a" * 9) * 100_000  # one value: letters to the end
+    assert redact(unbroken) == "password:[REDACTED:password]"
+    dashes = "-".join(hex_digits(8) for _ in range(MB // 9))  # the new Mailgun form's shape
+    assert redact(dashes) == dashes
+    repeats = "sig=" * (MB // 4) + " hvs." * (MB // 5) + ' "auth": "' * (MB // 10)
+    assert "[REDACTED:azure-sas]" in redact(repeats)
+
+
 def test_a_megabyte_long_name_without_an_operator_is_left_alone() -> None:
     text = letters(MB) + "_secret_token is not set"
     assert redact(text) == text

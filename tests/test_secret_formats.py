@@ -1,4 +1,4 @@
-"""43 secret formats planted in questions, sample contexts and trace tool outputs: none reaches
+"""60 secret formats planted in questions, sample contexts and trace tool outputs: none reaches
 the server, the response cache, any file of the run directory or the playbook. Coverage is
 held to detect-secrets' detectors: after redaction they find nothing in the corpus."""
 
@@ -17,7 +17,7 @@ from combee.sim import serve_in_thread
 from combee.sim.ace_script import ace_responder
 from combee.tasks.registry import get_task
 from combee.tasks.traces import load_traces
-from tests.secret_corpus import CORPUS, Planted, core
+from tests.secret_corpus import CORPUS, ORDINARY, Planted, core
 
 
 def leaked(text: str) -> list[str]:
@@ -34,6 +34,15 @@ def on_disk(run: Path) -> str:
 def test_each_format_is_redacted(planted: Planted) -> None:
     cleaned = redact(planted.text)
     assert core(planted) not in cleaned and "[REDACTED:" in cleaned
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_ordinary_codes_are_left_as_they_are(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_the_corpus_is_as_broad_as_promised() -> None:
+    assert len({p.name for p in CORPUS}) == len(CORPUS) >= 60 and len(ORDINARY) >= 10
 
 
 def test_detect_secrets_finds_nothing_after_redaction() -> None:

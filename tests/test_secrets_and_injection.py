@@ -96,7 +96,7 @@ def test_redaction_patterns() -> None:
         f"key {SECRET} end": "key [REDACTED:api-key] end",
         "mail ann.lee@example.org now": "mail [REDACTED:email] now",
         "https://bob:hunter2@db.example.com/x": "https://[REDACTED:url-credentials]@db.example.com/x",
-        '{"password": "hunter22"}': '{"password": "[REDACTED:secret]"}',
+        '{"password": "hunter22"}': '{"password": "[REDACTED:password]"}',
         "AKIAABCDEFGHIJKLMNOP": "[REDACTED:aws-key]",
         "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----": (
             "[REDACTED:private-key]"

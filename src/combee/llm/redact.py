@@ -4,10 +4,11 @@ Every message the client sends and every reply it receives pass through :func:`r
 key, token, password or e-mail address in a task's data never reaches the endpoint, the response
 cache, a reflection, a context version or a saved playbook. Each match becomes
 ``[REDACTED:<kind>]``. The patterns are our own: provider key formats (OpenAI, Anthropic, AWS,
-Google, GitHub, GitLab, Slack, Stripe, Twilio, SendGrid, npm, PyPI, ...), private key blocks
-(PEM, OpenSSH, PGP, PuTTY), JSON web tokens, Authorization headers, credentials in URLs,
-assignments to a secret-named field (``AWS_SECRET_ACCESS_KEY=``, ``"SecretAccessKey": "..."``,
-``AccountKey=``, ``password: ...``) and e-mail addresses.
+Google, GitHub, GitLab, Slack, Stripe, Twilio, SendGrid, Mailgun, Shopify, Vault, npm, PyPI,
+...), private key blocks (PEM, OpenSSH, PGP, PuTTY), JSON web tokens, Authorization headers,
+credentials in URLs, assignments to a secret-named field (``AWS_SECRET_ACCESS_KEY=``,
+``"SecretAccessKey": "..."``, ``AccountKey=``, ``password: ...``), password fields in several
+languages, and e-mail addresses.
 
 The cost stays in proportion to the text. A prompt is mostly text that recurs from call to call
 (the system prompt, the playbook), so a text is searched line by line and each distinct line

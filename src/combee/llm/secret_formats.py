@@ -15,7 +15,8 @@ class Detector:
     """One secret format: its kind, the literals one of which every match holds (a text with
     none of them is not searched, which keeps redaction cheap on long prompts), and its
     pattern. When the pattern has a group named ``secret``, only that group is replaced (the
-    rest of the match is context the pattern needed to find it in one pass)."""
+    rest of the match is context the pattern needed to find it in one pass); a pattern with
+    two alternatives names the other one's group ``word``."""
 
     def __init__(
         self,
@@ -50,6 +51,8 @@ class Detector:
             if "secret" not in match.re.groupindex:
                 return replace(kind, match.group(0))
             start, end = match.span("secret")
+            if start < 0:  # the secret is in the pattern's other alternative
+                start, end = match.span("word")
             whole = match.string
             return (
                 whole[match.start() : start]
@@ -102,6 +105,19 @@ class Emails(Detector):
 
 
 _NAME = r"[A-Za-z0-9_.\-]"
+_PASSWORD_NAMES = """
+password passwd passphrase passwort kennwort contraseña contrasena senha wachtwoord lösenord
+losenord hasło haslo пароль 密码 密碼 パスワード 비밀번호 şifre sifre
+"""
+PASSWORD_WORDS: tuple[str, ...] = (
+    *(
+        form
+        for word in _PASSWORD_NAMES.split()
+        for form in dict.fromkeys((word, word.capitalize(), word.upper()))
+    ),
+    *("mot de passe", "Mot de passe", "MOT DE PASSE"),
+)
+"""A password field's name, in the forms it is written in, in several languages."""
 _JWT = r"[A-Za-z0-9_\-=]"
 
 MULTILINE: tuple[Detector, ...] = (
@@ -181,10 +197,52 @@ DETECTORS: tuple[Detector, ...] = (
         hint=r"\.[A-Za-z0-9_\-]{6}\.",
     ),
     Detector("artifactory-token", ("AKC",), re.compile(r"\bAKC[A-Za-z0-9]{10,}\b")),
+    # Artifactory's encrypted passwords run to dozens of characters; a product code such as
+    # APC1500MXBLK2 is not one.
     Detector(
         "artifactory-token",
         ("AP",),
-        re.compile(r"\bAP[0-9A-F](?=[A-Za-z]*\d)[A-Za-z0-9]{8,}\b"),
+        re.compile(r"\bAP[0-9A-F](?=[A-Za-z]*\d)[A-Za-z0-9]{30,}\b"),
+    ),
+    Detector("mailgun-key", ("key-",), re.compile(r"\bkey-[0-9a-f]{32}\b")),
+    Detector(
+        "mailgun-key",
+        ("-",),
+        re.compile(r"\b[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{8}\b"),
+        hint=r"-[0-9a-f]{8}-[0-9a-f]{8}\b",
+    ),
+    Detector("stripe-webhook-secret", ("whsec_",), re.compile(r"\bwhsec_[A-Za-z0-9+/=]{24,}")),
+    Detector("slack-app-token", ("xapp-",), re.compile(r"\bxapp-\d-[A-Za-z0-9\-]{20,}")),
+    Detector("shopify-token", ("shp",), re.compile(r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b")),
+    Detector("databricks-token", ("dapi",), re.compile(r"\bdapi[a-f0-9]{32}(?:-\d+)?\b")),
+    Detector("digitalocean-token", ("_v1_",), re.compile(r"\bdo[oprt]_v1_[a-f0-9]{64}\b")),
+    Detector(
+        "vault-token", ("hvs.", "hvb.", "hvr."), re.compile(r"\bhv[sbr]\.[A-Za-z0-9_\-]{24,}")
+    ),
+    Detector("google-oauth-secret", ("GOCSPX-",), re.compile(r"\bGOCSPX-[A-Za-z0-9_\-]{24,}")),
+    Detector(
+        "docker-auth",
+        ('"auth"',),
+        re.compile(r'"auth"\s*:\s*"(?P<secret>[A-Za-z0-9+/=]{8,})"'),
+    ),
+    Detector(
+        "azure-sas",
+        ("sig=",),
+        re.compile(r"(?<![A-Za-z])sig=(?P<secret>[A-Za-z0-9%+/=]{20,})"),
+    ),
+    Detector(
+        "password",
+        PASSWORD_WORDS,
+        # A password field in any of several languages: a quoted value whole ("correct horse
+        # battery staple"), else the next word when it holds a digit, a symbol or a capital
+        # past its first letter, or runs to 6 characters ("password: visit the site" is left).
+        re.compile(
+            rf"(?:{'|'.join(map(re.escape, PASSWORD_WORDS))})['\"]?[^\S\n]*[:=：][^\S\n]*"
+            r"(?:(?P<q>['\"])(?P<secret>[^'\"\n]{1,200})(?P=q)"
+            r"|(?![\"'\[])(?=[^\s,;\"']{0,64}?[\d!@#$%^&*+=~_.\-]|[^\s,;\"']{6}"
+            r"|[^\s,;\"']{1,64}?[A-Z])"
+            r"(?P<word>[^\s,;\"']{3,}))"
+        ),
     ),
     Detector(
         "jwt",
