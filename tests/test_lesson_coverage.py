@@ -13,7 +13,7 @@ import combee
 from combee.core.types import Reflection
 from combee.llm import connect
 from combee.methods.ace.coverage import REPAIR, with_stated_rules
-from combee.methods.ace.grounding import grounded_reflection
+from combee.methods.ace.grounding import contradicts, grounded_reflection
 from combee.methods.ace.operations import apply_operations
 from combee.methods.ace.playbook import Playbook
 from combee.methods.ace.update import AceUpdate
@@ -108,3 +108,41 @@ async def test_every_stated_rule_reaches_the_playbook_when_the_curators_only_rem
     assert "relevant information" not in playbook
     results = json.loads((tmp_path / "run" / "final_results.json").read_text())
     assert results["lessons_repaired"][REPAIR] >= 16
+
+
+STIBROU = "The yield of a Stibrou is its base value multiplied by 3."
+
+
+def test_an_operation_that_contradicts_a_stated_rule_is_dropped_and_counted() -> None:
+    update = AceUpdate(
+        operations=[
+            {"type": "ADD", "section": "formulas", "content": "A Stibrou yields base * 0.5."},
+            {"type": "ADD", "section": "formulas", "content": "Stibrou: base 5 gives 15 (x 3)."},
+            {"type": "ADD", "section": "domain", "content": "A Plouqual yields its base * 8."},
+        ],
+        source="curator",
+    )
+    kept = with_stated_rules(update, Playbook(), [reflection("1", STIBROU)])
+    # The contradiction goes; a worked example that holds the rule's number and a lesson on
+    # another entity stay; the example carries the rule's name and number, so nothing is added.
+    assert [op["content"] for op in kept.operations] == [
+        "Stibrou: base 5 gives 15 (x 3).",
+        "A Plouqual yields its base * 8.",
+    ]
+    assert kept.dropped == {"contradicts_feedback": 1} and kept.repaired == {}
+
+
+def test_a_contradiction_needs_every_name_and_a_whole_number_of_the_rule() -> None:
+    assert contradicts("The yield of a Stibrou is its base value times 0.5.", STIBROU)
+    assert not contradicts("The yield of a Plouqual is its base value times 0.5.", STIBROU)
+    assert not contradicts("A Stibrou with base 5 yields 15, three times 5.", "Stibrou rules.")
+    tau = 'expected actions: cancel_reservation({"reservation_id": "ZFA04Y"})'
+    assert not contradicts("Call cancel_reservation within 24 hours of the request.", tau)
+
+
+def test_the_reflectors_sentence_that_contradicts_the_rule_is_not_joined_to_it() -> None:
+    joined = reflection("1", STIBROU, "A Stibrou's yield is its base value * 1.25. Check units.")
+    assert joined.fields["key_insight"] == f"{STIBROU} Check units."
+    assert joined.lesson_source == "feedback+reflector"
+    alone = reflection("2", STIBROU, "A Stibrou's yield is its base value * 1.25.")
+    assert alone.fields["key_insight"] == STIBROU and alone.lesson_source == "feedback"

@@ -1,4 +1,5 @@
-"""A curator's update that keeps every rule the feedback stated.
+"""A curator's update checked against the rules the feedback stated: what it left out is added,
+what contradicts them is dropped.
 
 A curator reading several reflections often writes bullets for some of them and a remark (or
 nothing) for the rest. When a reflection's feedback stated what was expected in a sentence or two
@@ -10,11 +11,18 @@ single bullet of the playbook holds is added as a bullet, in the lesson's words 
 states it, else in the feedback's; it is counted as ``omitted_rule`` among the repairs. Evidence
 with nothing specific in it (no number, no name) is left to the curator's judgement, as are
 lessons that only the reflector wrote.
+
+An operation that speaks of everything such a rule names with other numbers ("The yield of a
+Stibrou is its base value multiplied by 0.5." where the feedback said 3;
+:func:`~combee.methods.ace.grounding.contradicts`) is dropped first and counted as
+``contradicts_feedback``: a playbook that states a rule and its contradiction misleads the
+generator more than one that states the rule alone.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,6 +30,7 @@ from combee.core.types import Reflection
 from combee.methods.ace.grounding import (
     JOINED_CHARS,
     LESSON,
+    contradicts,
     named_terms,
     states,
     without_remarks,
@@ -31,6 +40,15 @@ from combee.methods.ace.update import AceUpdate
 
 REPAIR = "omitted_rule"
 """The repair counted for each rule added back."""
+
+
+CONTRADICTED = "contradicts_feedback"
+"""The drop counted for each operation that contradicts a rule the feedback stated."""
+
+
+def _contradicts(op: dict[str, Any], rules: Sequence[str]) -> bool:
+    content = op.get("content")
+    return isinstance(content, str) and any(contradicts(content, rule) for rule in rules)
 
 
 def _holds(terms: set[str], texts: Sequence[str]) -> bool:
@@ -52,7 +70,9 @@ def with_stated_rules(
 ) -> AceUpdate:
     """``update`` with an ADD for each short evidence of ``reflections`` that neither its
     operations nor ``context``'s bullets carry (see the module)."""
-    texts = [_written(op) for op in update.operations]
+    rules = [r.evidence for r in reflections if 0 < len(r.evidence) <= JOINED_CHARS]
+    kept = [op for op in update.operations if not _contradicts(op, rules)]
+    texts = [_written(op) for op in kept]
     texts += [_folded(bullet.content) for bullet in context.bullets]
     added: list[dict[str, Any]] = []
     section = context.sections[0].key
@@ -65,14 +85,15 @@ def with_stated_rules(
         content = lesson if lesson and states(lesson, evidence) else evidence
         added.append({"type": "ADD", "section": section, "content": content})
         texts.append(_folded(content))
-    if not added:
+    if not added and len(kept) == len(update.operations):
         return update
-    repaired = {**update.repaired, REPAIR: update.repaired.get(REPAIR, 0) + len(added)}
+    repaired = Counter(update.repaired) + Counter({REPAIR: len(added)})
+    dropped = Counter(update.dropped) + Counter({CONTRADICTED: len(update.operations) - len(kept)})
     return AceUpdate(
-        operations=[*update.operations, *added],
+        operations=[*kept, *added],
         reasoning=update.reasoning,
         source=update.source,
-        dropped=dict(update.dropped),
-        repaired=repaired,
+        dropped=dict(dropped),
+        repaired=dict(repaired),
         combined=update.combined,
     )

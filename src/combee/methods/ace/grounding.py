@@ -22,8 +22,10 @@ agent's expected calls.
   - nothing is left and there is no evidence: none, the reflection keeps its other fields
     (``dropped``);
   - a lesson that leaves out evidence of up to :data:`JOINED_CHARS` (a rule, a reference): the
-    evidence, then the lesson (``feedback+reflector``); longer evidence (a list of expected
-    calls) is shown to the curator beside the lesson instead (``reflector``);
+    evidence, then the lesson without its sentences that contradict the evidence
+    (:func:`contradicts`; ``feedback+reflector``, or ``feedback`` when every sentence does);
+    longer evidence (a list of expected calls) is shown to the curator beside the lesson
+    instead (``reflector``);
   - otherwise what is left (``reflector``).
 
 A key insight states the evidence when it holds the evidence's distinctive terms (its numbers and
@@ -65,6 +67,7 @@ _REMARK = re.compile(
     re.I,
 )
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_WHOLE_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])")
 _CLAUSE = re.compile(rf"{_SENTENCE.pattern}|\n+")
 _QUOTED = re.compile(r"\"([^\"]{20,})\"|(?:(?<=\s)|^)'([^']{20,})'(?=[\s.,;:)]|$)")
@@ -181,6 +184,32 @@ def states(lesson: str, evidence: str) -> bool:
     return {n.replace(",", "") for n in _NUMBER.findall(lesson)} <= wanted
 
 
+def contradicts(text: str, evidence: str) -> bool:
+    """Whether ``text`` speaks of what ``evidence`` names (every name of it) with other numbers:
+    it holds a number the evidence lacks and lacks one the evidence holds ("The yield of a
+    Stibrou is its base value multiplied by 0.5." against "... multiplied by 3."). Numbers are
+    whole words ("04" in "ZFA04Y" is none); evidence without a number or a name contradicts
+    nothing."""
+    wanted = _numbers(evidence)
+    names = named_terms(evidence) - {n.replace(",", "") for n in _NUMBER.findall(evidence)}
+    if not wanted or not names:
+        return False
+    folded = text.lower().replace(",", "")
+    if not all(re.search(rf"(?<!\w){re.escape(name)}(?!\w)", folded) for name in names):
+        return False
+    have = _numbers(text)
+    return bool(have - wanted) and not wanted <= have
+
+
+def _numbers(text: str) -> set[str]:
+    return {n.replace(",", "") for n in _WHOLE_NUMBER.findall(text)}
+
+
+def without_contradictions(lesson: str, evidence: str) -> str:
+    """``lesson`` without its sentences that contradict ``evidence`` (:func:`contradicts`)."""
+    return " ".join(s for s in _SENTENCE.split(lesson.strip()) if not contradicts(s, evidence))
+
+
 def ground(fields: Mapping[str, Any], feedback: str) -> Grounded:
     """``fields`` (a reflector's reply) with its lesson grounded in ``feedback``."""
     written = str(fields.get(LESSON) or "").strip()
@@ -194,7 +223,10 @@ def ground(fields: Mapping[str, Any], feedback: str) -> Grounded:
         return Grounded({**fields, LESSON: evidence}, "feedback", evidence)
     if len(evidence) > JOINED_CHARS or states(lesson, evidence):
         return Grounded({**fields, LESSON: lesson}, "reflector", evidence)
-    joined = f"{evidence} {lesson}"
+    consistent = without_contradictions(lesson, evidence)
+    if not consistent:
+        return Grounded({**fields, LESSON: evidence}, "feedback", evidence)
+    joined = f"{evidence} {consistent}"
     return Grounded({**fields, LESSON: joined}, "feedback+reflector", evidence)
 
 
