@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -64,6 +65,7 @@ from combee.runs import (
     logging_to,
     missing_folders,
     resume_point,
+    saved_run_id,
     saved_usage,
 )
 from combee.settings import run_settings
@@ -215,6 +217,10 @@ async def train_async(
             if resume is not None:
                 client.absorb(saved_usage(out.path))  # the whole run's spend, not this attempt's
                 keep_iterations_up_to(out, resume.iteration)
+            # Replies this run paid for after its last checkpoint are replayed from the cache
+            # on resume; the run's id tells them from replies another run paid for.
+            earlier = saved_run_id(out.path) if resume is not None else None
+            client.origin = earlier or uuid.uuid4().hex
         if out is not None and isinstance(schedule, ProfiledSchedule):
             watchers.observers.append(ProfileRecorder(out, schedule.profile))
         with logging_to(out), held(out):
@@ -296,6 +302,7 @@ async def _run(
             stats=learner.stats,
             inner=watchers,
             dump=dump,
+            run_id=client.origin,
         )
         observer = recorder
     stem = Path(learner.context_file)

@@ -86,6 +86,19 @@ class Accounting:
         usage.cached_calls += 1
         usage.replayed_s += completion.latency_s
 
+    def spent_earlier(self, role: str, completion: Completion, *, start: float) -> None:
+        """A reply from the cache that this same run paid for in an attempt that stopped before
+        its checkpoint (replayed on resume): counted as spent, tokens and cost as first
+        charged, since no checkpoint counted it."""
+        self.calls.append(CallRecord(role, start, start, time.perf_counter(), True, 0, None))
+        usage = self.role(role)
+        usage.calls += 1
+        usage.prompt_tokens += completion.prompt_tokens
+        usage.completion_tokens += completion.completion_tokens
+        usage.latency_s += completion.latency_s
+        if completion.cost is not None:
+            usage.cost += completion.cost
+
     def failed(self, role: str, *, start: float, sent: float, attempts: int, reason: str) -> None:
         """A call that failed for good, and its call record."""
         self.calls.append(

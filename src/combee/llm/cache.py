@@ -92,6 +92,12 @@ class ResponseCache:
         return db
 
     async def get(self, key: str) -> Completion | None:
+        """The completion stored under ``key`` (see :meth:`get_with_origin`)."""
+        hit = await self.get_with_origin(key)
+        return None if hit is None else hit[0]
+
+    async def get_with_origin(self, key: str) -> tuple[Completion, str | None] | None:
+        """The completion stored under ``key`` and the run that paid for it (None: not said)."""
         with self._lock:
             pending = self._pending.get(key)
         if pending is not None:
@@ -109,8 +115,12 @@ class ResponseCache:
             )
             return None
 
-    async def put(self, key: str, completion: Completion) -> None:
-        encoded = json.dumps(asdict(completion) | {"cached": False}, ensure_ascii=False)
+    async def put(self, key: str, completion: Completion, origin: str | None = None) -> None:
+        """Store ``completion`` under ``key``; ``origin``: the run that paid for it."""
+        fields = asdict(completion) | {"cached": False}
+        if origin is not None:
+            fields["origin"] = origin
+        encoded = json.dumps(fields, ensure_ascii=False)
         with self._lock:
             if self._closed:
                 return
@@ -153,8 +163,9 @@ class ResponseCache:
                     del self._pending[key]
 
 
-def _decode(encoded: str) -> Completion:
+def _decode(encoded: str) -> tuple[Completion, str | None]:
     fields = json.loads(encoded)
+    origin = fields.pop("origin", None)
     fields["cached"] = False
     fields["tool_calls"] = tuple(fields.get("tool_calls") or ())
-    return Completion(**fields)
+    return Completion(**fields), origin if isinstance(origin, str) else None

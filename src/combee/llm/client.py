@@ -106,6 +106,10 @@ class LLM:
         """Secret-like strings replaced so far, by kind."""
         self.endpoint: Any = None
         """The :class:`combee.llm.Endpoint` this client was made from, when it was."""
+        self.origin: str | None = None
+        """The run these calls are made for (set by the run engine): replies are cached with
+        it, and a reply this same run paid for in an attempt that stopped before its
+        checkpoint counts as spent when a resume replays it, not as saved."""
         self.settings: dict[str, object] = {
             "model": backend.model,
             "base_url": self._shown_url,
@@ -347,10 +351,14 @@ class LLM:
         key = cache_key(
             request, model=self.model, base_url=self._base_url, json_mode=self._json_mode
         )
-        hit = await self._cache.get(key)
-        if hit is None:
+        found = await self._cache.get_with_origin(key)
+        if found is None:
             completion = await self._attempts.run(request, role, start, preflight=preflight)
             return self._cleaned(completion, request, role, placeholders), key
+        hit, origin = found
+        if origin is not None and origin == self.origin:
+            self._accounting.spent_earlier(role, hit, start=start)
+            return replace(hit, cached=True), key
         self._accounting.cache_hit(role, hit, start=start)
         return replace(hit, cached=True, cost=None if hit.cost is None else 0.0), key
 
@@ -374,4 +382,4 @@ class LLM:
         if self._redaction.on and planted_kind(reply_text(completion)) is not None:
             return  # a reply repeating a planted instruction is used once, never stored
         if self._cache is not None:
-            await self._cache.put(key, completion)
+            await self._cache.put(key, completion, self.origin)

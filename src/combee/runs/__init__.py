@@ -5,7 +5,12 @@ from typing import TYPE_CHECKING
 from combee.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from combee.runs.checkpoint import keep_iterations_up_to, resume_point, saved_usage
+    from combee.runs.checkpoint import (
+        keep_iterations_up_to,
+        resume_point,
+        saved_run_id,
+        saved_usage,
+    )
     from combee.runs.layout import (
         CACHE_FILE,
         CHECKPOINT_FILE,
@@ -22,6 +27,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "keep_iterations_up_to": "combee.runs.checkpoint",
     "resume_point": "combee.runs.checkpoint",
+    "saved_run_id": "combee.runs.checkpoint",
     "saved_usage": "combee.runs.checkpoint",
     "CACHE_FILE": "combee.runs.layout",
     "CHECKPOINT_FILE": "combee.runs.layout",
@@ -60,6 +66,7 @@ __all__ = [
     "missing_folders",
     "read_config",
     "resume_point",
+    "saved_run_id",
     "saved_usage",
     "usage_delta",
     "usage_totals",

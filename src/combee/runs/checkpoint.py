@@ -33,9 +33,11 @@ def write_checkpoint(
     state: LoopState[Any],
     dump: Callable[[Any], Any],
     usage: Mapping[str, RoleUsage] | None = None,
+    run_id: str | None = None,
 ) -> None:
     """``usage``: the client's calls, tokens and cost so far (earlier attempts included), so
-    that a resumed run reports what the whole run spent."""
+    that a resumed run reports what the whole run spent; ``run_id``: the run's own id, which
+    a resume keeps (see :func:`saved_run_id`)."""
     run_dir.write_json(
         CHECKPOINT_FILE,
         {
@@ -52,6 +54,7 @@ def write_checkpoint(
             "failures": [dataclasses.asdict(f) for f in state.failures],
             "parts": state.parts,
             "usage": {role: dataclasses.asdict(u) for role, u in (usage or {}).items()},
+            "run_id": run_id,
         },
     )
 
@@ -84,6 +87,15 @@ def read_checkpoint(path: Path, load: Callable[[Any], Any], samples: int) -> Loo
             f"{path} cannot be resumed from ({error}); pass overwrite=True to start the run afresh",
             setting="run_dir",
         ) from None
+
+
+def saved_run_id(folder: Path) -> str | None:
+    """The id the run in ``folder`` recorded in its checkpoint (None when none says)."""
+    try:
+        found = json.loads((folder / CHECKPOINT_FILE).read_text(encoding="utf-8")).get("run_id")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return found if isinstance(found, str) else None
 
 
 def saved_usage(folder: Path) -> dict[str, RoleUsage]:

@@ -50,8 +50,11 @@ class RunRecorder(LoopObserver):
         stats: Callable[[Any], Mapping[str, Any]],
         inner: LoopObserver | None = None,
         dump: Callable[[Any], Any] | None = None,
+        run_id: str | None = None,
     ) -> None:
         self.run_dir = run_dir
+        self.run_id = run_id
+        """Kept in each checkpoint, so that a resume goes on as the same run."""
         self._dump = dump
         self._usage = usage
         self._render = render
@@ -99,7 +102,7 @@ class RunRecorder(LoopObserver):
 
     def on_checkpoint(self, state: LoopState[Any]) -> None:
         if self._dump is not None:
-            write_checkpoint(self.run_dir, state, self._dump, self._usage())
+            write_checkpoint(self.run_dir, state, self._dump, self._usage(), self.run_id)
         self._inner.on_checkpoint(state)
 
 
