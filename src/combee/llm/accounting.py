@@ -68,6 +68,10 @@ class Accounting:
             cost = self._prices.cost(completion.prompt_tokens, completion.completion_tokens)
             completion = dataclasses.replace(completion, cost=cost)
         self.calls.append(CallRecord(role, start, sent, time.perf_counter(), True, attempts, None))
+        self._spent(role, completion)
+        return completion
+
+    def _spent(self, role: str, completion: Completion) -> None:
         usage = self.role(role)
         usage.calls += 1
         usage.prompt_tokens += completion.prompt_tokens
@@ -75,7 +79,6 @@ class Accounting:
         usage.latency_s += completion.latency_s
         if completion.cost is not None:
             usage.cost += completion.cost
-        return completion
 
     def cache_hit(self, role: str, completion: Completion, *, start: float) -> None:
         """A reply from the cache (asked at ``start``): counted as a call, with no tokens,
@@ -91,13 +94,7 @@ class Accounting:
         its checkpoint (replayed on resume): counted as spent, tokens and cost as first
         charged, since no checkpoint counted it."""
         self.calls.append(CallRecord(role, start, start, time.perf_counter(), True, 0, None))
-        usage = self.role(role)
-        usage.calls += 1
-        usage.prompt_tokens += completion.prompt_tokens
-        usage.completion_tokens += completion.completion_tokens
-        usage.latency_s += completion.latency_s
-        if completion.cost is not None:
-            usage.cost += completion.cost
+        self._spent(role, completion)
 
     def failed(self, role: str, *, start: float, sent: float, attempts: int, reason: str) -> None:
         """A call that failed for good, and its call record."""
