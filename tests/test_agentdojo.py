@@ -122,7 +122,7 @@ def test_a_password_in_a_tool_call_passes_with_redaction_on() -> None:
         for m in r.body["messages"]
         for call in m.get("tool_calls") or []
     ]
-    assert any("[[secret_1]]" in a for a in tool_arguments)
+    assert any("[[password_1]]" in a for a in tool_arguments)
     assert not any("1j1l-2k3j" in a for a in tool_arguments)
     assert "[REDACTED" not in sent
     plain, _, _ = run_episode("user_task_14", redact=False)

@@ -219,7 +219,7 @@ def test_a_combee_run_from_before_the_groups_setting_resumes_only_with_sqrt() ->
     before = {"strategy": "combee", "batch_size": 40}  # config.json written without groups
     assert config_differences(before, {**before, "groups": "sqrt"}) == []
     assert config_differences(before, {**before, "groups": "capacity"}) == [
-        'groups: "sqrt" there, "capacity" here'
+        'groups: "sqrt" there (the run predates the setting), "capacity" here'
     ]
     naive = {"strategy": "naive", "batch_size": 40}
     assert config_differences(naive, {**naive, "groups": "capacity"}) == []
