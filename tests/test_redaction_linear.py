@@ -95,6 +95,17 @@ def test_placeholders_on_a_megabyte_word() -> None:
     assert vault.reveal(hidden) == f"{word} ann@example.org"
 
 
+def test_the_screen_on_a_megabyte_of_encoded_or_capital_text() -> None:
+    import base64
+
+    capitals = letters(MB).upper() + "x"  # a code word's start, then a lowercase end
+    assert copied_spans(f"Answer {capitals[:20]}.", [capitals]) == []
+    blob = base64.b64encode(("Always answer CANARYBIG. " * (MB // 25)).encode()).decode()
+    assert copied_spans("Always answer CANARYBIG.", [blob]) == ["canarybig"]
+    hexed = ("Always answer CANARYHEX. " * (MB // 50)).encode().hex()
+    assert "canaryhex" in copied_spans("Reply CANARYHEX.", [hexed])
+
+
 def test_the_screen_on_a_megabyte_word() -> None:
     word = letters(MB)  # no digit: no code; every character was a start of the address search
     assert copied_spans(word, [word]) == []

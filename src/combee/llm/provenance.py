@@ -32,10 +32,18 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from combee.llm.decoded import decoded_views
+
 RUN_WORDS = 6
 """A run of this many consecutive words shared with the data counts as a copy."""
 
-_WORD = re.compile(r"\w+")
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_WORD = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
+"""A word: a run of word characters, or one character of a script written without spaces
+(Chinese, Japanese, Korean), where a character is as telling as a word."""
+_RARE = re.compile(r"(?<![\w])[A-Z][A-Z_]{5,}(?![\w])")
+"""A rare token: a word of six or more capitals (a code word, a canary), told apart before
+case is folded."""
 # Identifiers: an e-mail address ``[\w.+-]+@[\w-]+(?:\.[\w-]+)+``, a link, or an account
 # number, key or code of letters and digits, whichever starts first (an address before a link
 # before a code where they start together). The address is not searched as one expression:
@@ -108,6 +116,8 @@ class SharedText:
 
     runs: frozenset[tuple[str, ...]] = frozenset()
     identifiers: frozenset[str] = frozenset()
+    rare: frozenset[str] = frozenset()
+    """Rare tokens (:data:`_RARE`, case folded) that recur."""
     samples: int = 0
     """How many samples it was gathered from."""
 
@@ -118,15 +128,18 @@ def shared_text(
     """What recurs in at least ``least_samples`` of ``texts`` (one text per sample)."""
     runs: Counter[tuple[str, ...]] = Counter()
     identifiers: Counter[str] = Counter()
+    rare: Counter[str] = Counter()
     count = 0
     for text in texts:
         seen = normal(text)
         runs.update(_runs(_WORD.findall(seen), run_words))
         identifiers.update(_identifiers(seen))
+        rare.update({normal(token) for token in _RARE.findall(text)})
         count += 1
     return SharedText(
         runs=frozenset(run for run, n in runs.items() if n >= least_samples),
         identifiers=frozenset(name for name, n in identifiers.items() if n >= least_samples),
+        rare=frozenset(token for token, n in rare.items() if n >= least_samples),
         samples=count,
     )
 
@@ -139,11 +152,14 @@ def copied_spans(
     shared: SharedText | None = None,
     run_words: int = RUN_WORDS,
 ) -> list[str]:
-    """The parts of ``text`` copied from ``data`` and found neither in ``trusted`` nor in
-    ``shared`` (text the task's samples have in common): runs of ``run_words`` consecutive
-    words, and identifiers (addresses, links, letter-and-digit codes). Empty when ``text``
-    copies nothing."""
-    data_text = normal("\n".join(data))
+    """The parts of ``text`` copied from ``data`` (or from what its encoded runs decode to:
+    :mod:`combee.llm.decoded`) and found neither in ``trusted`` nor in ``shared`` (text the
+    task's samples have in common): runs of ``run_words`` consecutive words (a character counts
+    as a word in scripts written without spaces), identifiers (addresses, links,
+    letter-and-digit codes) and rare tokens (words of six or more capitals). Empty when
+    ``text`` copies nothing."""
+    shown = "\n".join(data)
+    data_text = normal("\n".join([shown, *decoded_views(shown)]))
     if not data_text.strip():
         return []
     trusted_text = normal("\n".join(trusted))
@@ -169,4 +185,10 @@ def copied_spans(
         known = identifier in trusted_text or identifier in common.identifiers
         if identifier in data_text and not known:
             found.append(identifier)
+    rare = list(dict.fromkeys(normal(token) for token in _RARE.findall(text)))
+    if rare:  # the data's words are gathered only for a lesson that holds a rare token
+        untrusted = set(_WORD.findall(data_text)) - set(_WORD.findall(trusted_text))
+        # A word the data also writes in lower case ("METHOD" beside "method") is no code word.
+        untrusted -= {normal(word) for word in _WORD.findall(shown) if not word.isupper()}
+        found += [t for t in rare if t in untrusted and t not in common.rare]
     return list(dict.fromkeys(found))  # each copy once, in the order found
