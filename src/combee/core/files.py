@@ -44,9 +44,16 @@ def read_bytes(path: str | os.PathLike[str], *, limit: int = INPUT_LIMIT) -> byt
     return data
 
 
+_UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
+
+
 def read_text(path: str | os.PathLike[str], *, limit: int = INPUT_LIMIT) -> str:
-    """The file as UTF-8 text (see :func:`read_bytes`); ``UnicodeDecodeError`` when it is not."""
-    return read_bytes(path, limit=limit).decode("utf-8")
+    """The file as UTF-8 text, a byte order mark left out (see :func:`read_bytes`);
+    ``UnicodeDecodeError`` when it is not UTF-8 (its reason says so when it is UTF-16)."""
+    raw = read_bytes(path, limit=limit)
+    if raw.startswith(_UTF16_MARKS):
+        raise UnicodeDecodeError("utf-8", raw[:2], 0, 2, "it is UTF-16; save it as UTF-8")
+    return raw.decode("utf-8-sig")
 
 
 def read_setting_file(path: str | os.PathLike[str], setting: str) -> str:

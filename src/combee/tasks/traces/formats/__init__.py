@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from combee.errors import ConfigError, DatasetError
-from combee.tasks.traces.formats.common import Reader, TraceFileEmpty, name_ends
+from combee.tasks.traces.formats.common import Reader, TraceFileEmpty, name_ends, problem
 from combee.tasks.traces.formats.mlflow_traces import is_mlflow, read_mlflow
 from combee.tasks.traces.formats.trace_import import COMPANION_FILES, TraceImport
 from combee.tasks.traces.model import Trace
@@ -82,6 +82,12 @@ def read_traces(
     by_reader: dict[str, list[Path]] = {}
     skipped: list[tuple[Path, str]] = []
     for path, named in files:
+        broken = problem(path)
+        if broken is not None and named:
+            raise DatasetError(str(path), None, broken)
+        if broken is not None:
+            skipped.append((path, broken))
+            continue
         if named:
             kind = chosen or _detect(path)
         else:

@@ -53,6 +53,32 @@ def read_text(path: Path) -> str:
         raise DatasetError(str(path), None, f"is not UTF-8 text ({error.reason})") from None
 
 
+def problem(path: Path) -> str | None:
+    """Why a JSON or JSON Lines file cannot be a trace file whatever its format (not UTF-8,
+    empty, a JSON document cut off before its end), or None (other files, such as archives,
+    are left to their readers). Said precisely, for the import's summary."""
+    if not name_ends(path, _TEXT_SUFFIXES):
+        return None
+    try:
+        text = read_text(path)
+    except DatasetError as error:
+        return error.problem
+    if not text.strip():
+        return "empty"
+    if name_ends(path, (".json",)):
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as error:
+            if error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated"):
+                return f"not JSON: cut off at line {error.lineno} (the document ends unfinished)"
+        except (ValueError, RecursionError):
+            return None  # JSON Lines in a .json file, or deep: the readers say what is wrong
+    return None
+
+
+_TEXT_SUFFIXES = (".json", ".jsonl", ".ndjson")
+
+
 def load_json(path: Path) -> Any:
     """The file parsed as one JSON document."""
     try:
