@@ -2,13 +2,15 @@
 what one LLM call pays for redacting a prompt whose playbook repeats from call to call.
 
 1. ``redact`` and the copy screen (``copied_spans`` with the text as the lesson and as the data)
-   on one unbroken word of each of ``--sizes`` characters, after a sentence holding the word
-   "token" (which switches the secret-assignment check on): random hex digits, and random
-   lower-case letters (no digit: the screen's code pattern fails on it, so every character is a
-   new start for the others). Then the ratio of the time at each size to the time at the
-   smallest: time in proportion to the text keeps it near the ratio of the sizes (10 for 10 KB ->
-   100 KB); quadratic time makes it that ratio squared. Each measurement runs in a child process
-   stopped after ``--limit`` seconds, so a quadratic implementation shows as "> limit", not a hang.
+   on ``--sizes`` characters after a sentence holding the word "token" (which switches the
+   secret-assignment check on): one unbroken word of random hex digits, of base64 characters
+   or of lower-case letters (no digit: the screen's code pattern fails on it, so every
+   character is a new start for the others), and prose of log-line words. Each is timed as the
+   mean of several runs with empty caches after a warm-up, and shown per KB, with the ratio of
+   the time at each size to the time at the smallest: time in proportion to the text keeps
+   it near the ratio of the sizes (10 for 10 KB -> 100 KB); quadratic time makes it that
+   ratio squared. Each measurement runs in a child process stopped after ``--limit`` seconds,
+   so a quadratic implementation shows as "> limit", not a hang.
 2. The CPU per call of redacting an ACE generator prompt (a playbook of about ``--playbook-chars``
    characters, a Formula question and its context) as the LLM client does it
    (``Redaction.messages``), over ``--calls`` calls, no two with the same question: with the same
@@ -48,12 +50,30 @@ TOPICS = (
 SECTIONS = ("strategies", "formulas", "mistakes", "checks", "domain")
 
 
+ALPHABETS = {
+    "hex": "0123456789abcdef",
+    "base64": "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+    "letters": "abcdefghijklmnopqrstuvwxyz",
+}
+_PROSE_WORDS = """the token key password account refund policy flight agent user said that it was
+not found in this log while reading its records for the customer who asked again"""
+PROSE = _PROSE_WORDS.split()
+
+
 def word(shape: str, chars: int) -> str:
-    """One word of ``chars`` random characters of ``shape`` ("hex" or "letters"), after a
-    sentence holding the word "token"."""
+    """``chars`` random characters of ``shape`` after a sentence holding the word "token": one
+    unbroken word of hex digits, base64 characters or letters, or prose (words of a log line,
+    "token", "key" and "password" among them)."""
     rng = random.Random(chars)
-    alphabet = "0123456789abcdef" if shape == "hex" else "abcdefghijklmnopqrstuvwxyz"
-    return "The token was not found in this dump: " + "".join(rng.choices(alphabet, k=chars))
+    head = "The token was not found in this dump: "
+    if shape == "prose":
+        words: list[str] = []
+        size = 0
+        while size < chars:
+            words.append(rng.choice(PROSE))
+            size += len(words[-1]) + 1
+        return head + " ".join(words)[:chars]
+    return head + "".join(rng.choices(ALPHABETS[shape], k=chars))
 
 
 def clear_caches() -> None:
@@ -83,16 +103,23 @@ def playbook(chars: int, tag: str = "") -> Playbook:
     return Playbook(bullets=tuple(bullets), next_id=len(bullets) + 1)
 
 
-def _child(work: Callable[[], object], out: Connection) -> None:
-    started = time.process_time()
-    work()
-    out.send(time.process_time() - started)
+def _child(work: Callable[[], object], repeats: int, out: Connection) -> None:
+    clear_caches()
+    work()  # once to warm up (imports, compiled patterns), then timed with empty caches
+    spent = 0.0
+    for _ in range(repeats):
+        clear_caches()
+        started = time.process_time()
+        work()
+        spent += time.process_time() - started
+    out.send(spent / repeats)
 
 
-def timed(work: Callable[[], object], limit: float) -> float | None:
-    """CPU seconds of ``work`` in a child process; None when it ran past ``limit``."""
+def timed(work: Callable[[], object], limit: float, repeats: int = 1) -> float | None:
+    """CPU seconds of one ``work`` in a child process (the mean of ``repeats`` after a warm-up
+    run); None when it ran past ``limit``."""
     receive, send = multiprocessing.Pipe(duplex=False)
-    child = multiprocessing.get_context("fork").Process(target=_child, args=(work, send))
+    child = multiprocessing.get_context("fork").Process(target=_child, args=(work, repeats, send))
     child.start()
     ready = receive.poll(limit)
     seconds = receive.recv() if ready else None
@@ -111,17 +138,21 @@ def scaling(sizes: list[int], limit: float) -> None:
         "redact": redact,
         "screen": lambda text: copied_spans(text, [text]),
     }
-    for shape in ("hex", "letters"):
+    for shape in ("hex", "base64", "prose", "letters"):
         for name, check in checks.items():
             figures: list[float | None] = []
             for size in sizes:
                 text = word(shape, size)
-                figures.append(timed(lambda t=text, c=check: c(t), limit))  # type: ignore[misc]
+                repeats = max(1, 100_000 // size)  # small texts timed over many runs
+                work = lambda t=text, c=check: c(t)  # type: ignore[misc]  # noqa: E731
+                figures.append(timed(work, limit, repeats))
                 ratio = ""
                 if figures[0] and figures[-1] is not None and size != sizes[0]:
                     ratio = f"  ({figures[-1] / figures[0]:.1f}x the time of {sizes[0]:,})"
+                per_kb = "" if figures[-1] is None else f"  {figures[-1] / size * 1e6:.3f} ms/KB"
                 print(
-                    f"{name:<6} {shape:<7} {size:>9,} chars: {shown(figures[-1], limit)}{ratio}",
+                    f"{name:<6} {shape:<7} {size:>9,} chars: {shown(figures[-1], limit)}"
+                    f"{per_kb}{ratio}",
                     flush=True,
                 )
 

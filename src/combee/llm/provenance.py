@@ -181,10 +181,10 @@ def copied_spans(
         elif span:
             found.append(" ".join(span))
             span = []
-    for identifier in dict.fromkeys(_identifier_matches(seen)):  # each checked once
-        known = identifier in trusted_text or identifier in common.identifiers
-        if identifier in data_text and not known:
-            found.append(identifier)
+    identifiers = list(dict.fromkeys(_identifier_matches(seen)))  # each checked once
+    if identifiers:  # looked up among the data's own identifiers: one pass over each text
+        untrusted_ids = _identifiers(data_text) - _identifiers(trusted_text) - common.identifiers
+        found += [identifier for identifier in identifiers if identifier in untrusted_ids]
     rare = list(dict.fromkeys(normal(token) for token in _RARE.findall(text)))
     if rare:  # the data's words are gathered only for a lesson that holds a rare token
         untrusted = set(_WORD.findall(data_text)) - set(_WORD.findall(trusted_text))
