@@ -14,7 +14,7 @@ from typing import Any
 from combee.core.types import Reflection, Trajectory
 from combee.llm.types import ChatModel
 from combee.methods.ace import schemas
-from combee.methods.ace.grounding import grounded_reflection
+from combee.methods.ace.grounding import EVIDENCE_CHARS, grounded_reflection
 from combee.methods.ace.method import AceMethod
 from combee.methods.ace.playbook import Playbook
 from combee.methods.ace.trace_prompts import outcome_text, trace_reflector_messages
@@ -98,9 +98,12 @@ class TraceAceMethod(AceMethod):
         if other is None:
             return ""
         shown = render_transcript(other.messages, max_tokens=self.transcript_tokens // 2)
+        said = other.outcome.feedback
+        said = said if len(said) <= EVIDENCE_CHARS else said[:EVIDENCE_CHARS] + " [...]"
+        feedback = f"\nIts feedback: {said}" if said else ""
         return (
             f"Another recorded attempt at the same task ({other.id}), which ended in "
-            f"{outcome_text(other.outcome)}:\n{shown.text}"
+            f"{outcome_text(other.outcome)}:\n{shown.text}{feedback}"
         )
 
 

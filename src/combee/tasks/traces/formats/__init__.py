@@ -7,7 +7,10 @@ trace is a :class:`~combee.errors.DatasetError` naming the file and the line or 
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import importlib
+import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
@@ -111,6 +114,7 @@ def read_traces(
             else:
                 traces.extend(read)
     kept, repeated = _first_of_each_id(traces)
+    kept = _tasks_apart(kept)
     imported = TraceImport(
         kept, files=len(files) + len(served) - len(skipped), skipped=skipped, repeated=repeated
     )
@@ -139,14 +143,69 @@ def _read_all(
 
 
 def _first_of_each_id(traces: list[Trace]) -> tuple[list[Trace], list[Trace]]:
-    seen: dict[str, Trace] = {}
+    """The distinct attempts, and the repeats left out. Two traces with one id are the same
+    attempt read twice (an Inspect log saved as ``.eval`` and as ``.json``, a trajectory beside
+    its run's report) when their turns are the same, and the copy that knows the outcome is
+    kept; otherwise they are two attempts whose ids only coincide (tau-bench's ``5-0`` of two
+    runs), and the later one's id gets its file's name, so every attempt keeps a distinct id."""
+    at: dict[tuple[str, str], int] = {}  # (id as read, its turns) -> where it is in kept
+    ids: set[str] = set()
+    kept: list[Trace] = []
     repeated = []
     for trace in traces:
-        if trace.id in seen:
+        key = (trace.id, _said(trace))
+        if key in at:
+            first = kept[at[key]]
+            if trace.outcome.known and not first.outcome.known:  # keep the copy with a verdict
+                trace, kept[at[key]] = first, dataclasses.replace(trace, id=first.id)
             repeated.append(trace)
-        else:
-            seen[trace.id] = trace
-    return list(seen.values()), repeated
+            continue
+        if trace.id in ids:
+            trace = dataclasses.replace(trace, id=_unique(f"{trace.id}@{_file_of(trace)}", ids))
+        at[key] = len(kept)
+        ids.add(trace.id)
+        kept.append(trace)
+    return kept, repeated
+
+
+def _tasks_apart(traces: list[Trace]) -> list[Trace]:
+    """Traces whose task ids coincide but whose records state different tasks (tau-bench's
+    retail and airline task ``5``) get task ids of their own: the id, then the name of the file
+    that first held that task (``5@gpt-4o-retail.json``); attempts at one task from several runs
+    keep one task id."""
+    names: dict[tuple[str, str], str] = {}
+    apart: list[Trace] = []
+    for trace in traces:
+        text = str(trace.meta.get("task_text") or "")
+        key = (trace.task_id, text)
+        if key not in names:
+            taken = any(task == trace.task_id for task, _ in names)
+            names[key] = f"{trace.task_id}@{_file_of(trace)}" if taken and text else trace.task_id
+        named = names[key]
+        apart.append(trace if named == trace.task_id else dataclasses.replace(trace, task_id=named))
+    return apart
+
+
+def _said(trace: Trace) -> str:
+    """What an attempt says, to tell a file read twice from two attempts: its turns and tool
+    calls, hashed (a copy that lacks the run's verdict is still the same attempt)."""
+    turns = [
+        [m.role, m.content, m.name, [[c.name, c.arguments] for c in m.tool_calls]]
+        for m in trace.messages
+    ]
+    text = json.dumps(turns, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _file_of(trace: Trace) -> str:
+    return Path(trace.source.split(":", 1)[0]).name or "trace"
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    found, number = name, 2
+    while found in taken:
+        found, number = f"{name}#{number}", number + 1
+    return found
 
 
 def _report(imported: TraceImport) -> None:

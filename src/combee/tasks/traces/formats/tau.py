@@ -72,7 +72,11 @@ def _trace(path: Path, index: int, record: Any) -> Trace:
             feedback=_feedback(info),
         ),
         source=f"{path}:entry {index}",
-        meta={"trial": trial, "gold_actions": task.get("actions", [])},
+        meta={
+            "trial": trial,
+            "gold_actions": task.get("actions", []),
+            "task_text": str(task.get("instruction") or ""),
+        },
     )
 
 
