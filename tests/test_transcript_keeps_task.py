@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from combee.tasks.traces import load_traces, render_transcript
@@ -78,8 +80,9 @@ def test_a_task_statement_three_times_the_budget_is_shortened_and_said(
     shown = render_transcript(messages, max_tokens=max_tokens)
     assert len(shown.text) <= budget
     line = next(line for line in shown.text.splitlines() if line.startswith("[1] user: "))
-    assert line.startswith("[1] user: TASK-BEGINS") and line.endswith("TASK-ENDS")
-    assert "characters cut ...]" in line
+    # Cut at its end, where harnesses append their instructions: the request itself stays.
+    assert line.startswith("[1] user: TASK-BEGINS Details of the migration.")
+    assert line.endswith("characters of the task statement cut ...]")
     assert shown.text.startswith("[0] system: You migrate databases.")
     assert any("cut from the system prompt and the task statement" in cut for cut in shown.cuts)
     if with_turns:
@@ -91,3 +94,22 @@ def test_a_short_trace_is_shown_whole() -> None:
     shown = render_transcript(messages, max_tokens=3000)
     assert shown.cuts == ()
     assert all(m.content.strip() in shown.text for m in messages)
+
+
+def test_real_swe_bench_issue_statements_reach_the_reflector_whole() -> None:
+    from combee.methods.ace.traces import TRANSCRIPT_TOKENS
+    from combee.tasks.traces import read_traces
+
+    real = Path(__file__).parent / "data" / "traces" / "real" / "mini-swe-agent"
+    traces = read_traces([real]).traces
+    assert len(traces) == 2
+    for trace in traces:
+        statement = next(m for m in trace.messages if m.role == "user").content.strip()
+        shown = render_transcript(trace.messages, max_tokens=TRANSCRIPT_TOKENS)
+        assert statement in shown.text, trace.id  # whole at the default budget
+        assert bool(shown.cuts) == trace.id.startswith("django")  # though the rest was cut
+        # A budget too small for it keeps the issue, before the harness's instructions.
+        small = render_transcript(trace.messages, max_tokens=600)
+        issue = statement.split("</pr_description>")[0][:1500]
+        kept = next(line for line in small.text.split("\n[") if line.startswith("1] user: "))
+        assert issue[:1000] in kept and "of the task statement cut ...]" in kept, trace.id

@@ -11,7 +11,11 @@ trajectory that fits the budget is shown whole; otherwise the rule, in order, un
    last :data:`KEEP_LAST` turns;
 3. the turns after the task statement are cut hard, keeping their end. The system prompt and
    the task statement are never cut here; if they alone would leave less than a quarter of the
-   budget to the rest, they are cut in the middle to leave it (each keeps its beginning and end).
+   budget to the rest, they are cut to leave it: a system prompt in the middle (its beginning
+   and end kept), the task statement at its end (its beginning, the issue or request itself,
+   kept; harnesses append their instructions after it).
+
+The task statement is shown whole whenever the budget allows: step 1 does not cut it.
 
 Every cut is said in the text (``[... 1,234 characters cut ...]``) and returned as a note, so
 the run can record it.
@@ -56,7 +60,8 @@ def render_transcript(messages: Sequence[TraceMessage], *, max_tokens: int) -> T
     blocks: list[str] = []
     trimmed = [0] * len(messages)
     for index, message in enumerate(messages):
-        block, trimmed[index] = _block(index, message)
+        # The task statement is never cut in step 1: whole unless it must give way (step 3).
+        block, trimmed[index] = _block(index, message, budget if index == task else None)
         blocks.append(block)
     shortened = {i: trimmed[i] for i in opening if trimmed[i]}
     for index in shortened:
@@ -128,7 +133,7 @@ def _shorten_opening(
     parts = list(blocks[: task + 1])
     cuts: dict[int, int] = {}
     for index in opening:
-        parts[index], cut = _fit_block(index, messages[index], shares[index])
+        parts[index], cut = _fit_block(index, messages[index], shares[index], task)
         if cut:
             cuts[index] = cut
     head = _join(parts)
@@ -146,13 +151,17 @@ def _names(messages: Sequence[TraceMessage], indices: Collection[int]) -> str:
     return " and ".join(names)
 
 
-def _fit_block(index: int, message: TraceMessage, size: int) -> tuple[str, int]:
-    """The turn's block in at most ``size`` characters, its content cut in the middle."""
-    limit = min(_limit(message), len(message.content.strip()))
-    block, cut = _block(index, message, limit)
+def _fit_block(index: int, message: TraceMessage, size: int, task: int) -> tuple[str, int]:
+    """The turn's block in at most ``size`` characters: the task statement keeps its beginning
+    (the issue, the request) and loses its end (where harnesses append their boilerplate), any
+    other turn is cut in the middle."""
+    whole = len(message.content.strip())
+    limit = whole if index == task else min(_limit(message), whole)
+    head = index == task
+    block, cut = _block(index, message, limit, keep_head=head)
     while len(block) > size and limit > 0:
         limit = max(0, limit - (len(block) - size))
-        block, cut = _block(index, message, limit)
+        block, cut = _block(index, message, limit, keep_head=head)
     if len(block) > size:
         cut += len(block) - size
         block = block[:size]
@@ -181,8 +190,11 @@ def _limit(message: TraceMessage) -> int:
     return limit
 
 
-def _block(index: int, message: TraceMessage, limit: int | None = None) -> tuple[str, int]:
-    content, cut = _middle_cut(message.content, _limit(message) if limit is None else limit)
+def _block(
+    index: int, message: TraceMessage, limit: int | None = None, *, keep_head: bool = False
+) -> tuple[str, int]:
+    size = _limit(message) if limit is None else limit
+    content, cut = (_head_cut if keep_head else _middle_cut)(message.content, size)
     label = message.role if not message.name else f"{message.role} {message.name}"
     lines = [f"[{index}] {label}: {content}" if content else f"[{index}] {label}:"]
     for call in message.tool_calls:
@@ -201,6 +213,14 @@ def _middle_cut(text: str, limit: int) -> tuple[str, int]:
     head = text[: limit * 2 // 3]
     tail = text[len(text) - (limit - len(head)) :]
     return f"{head} [... {cut:,} characters cut ...] {tail}", cut
+
+
+def _head_cut(text: str, limit: int) -> tuple[str, int]:
+    text = text.strip()
+    if len(text) <= limit:
+        return text, 0
+    cut = len(text) - limit
+    return f"{text[:limit]} [... the last {cut:,} characters of the task statement cut ...]", cut
 
 
 def _droppable(messages: Sequence[TraceMessage]) -> list[int]:
