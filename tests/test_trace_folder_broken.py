@@ -75,3 +75,10 @@ def test_learn_on_the_folder_names_the_skipped_files_and_succeeds(tmp_path: Path
     assert "skipped 2 file(s)" in message
     assert "utf16.json (is not UTF-8 text (it is UTF-16; save it as UTF-8))" in message
     assert "truncated.json (not JSON: cut off at line 1" in message
+
+
+def test_a_named_file_that_holds_no_trace_says_so(tmp_path: Path) -> None:
+    empty = tmp_path / "results.json"
+    empty.write_text("[]", encoding="utf-8")
+    with pytest.raises(ConfigError, match="results.json: read, no trace in it"):
+        read_traces([empty], format="tau")
