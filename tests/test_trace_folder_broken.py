@@ -80,5 +80,5 @@ def test_learn_on_the_folder_names_the_skipped_files_and_succeeds(tmp_path: Path
 def test_a_named_file_that_holds_no_trace_says_so(tmp_path: Path) -> None:
     empty = tmp_path / "results.json"
     empty.write_text("[]", encoding="utf-8")
-    with pytest.raises(ConfigError, match="results.json: read, no trace in it"):
+    with pytest.raises(ConfigError, match=r"results\.json: read, no trace in it"):
         read_traces([empty], format="tau")
