@@ -82,3 +82,20 @@ def test_a_named_file_that_holds_no_trace_says_so(tmp_path: Path) -> None:
     empty.write_text("[]", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"results\.json: read, no trace in it"):
         read_traces([empty], format="tau")
+
+
+def test_a_tool_result_is_named_after_the_call_it_answers(tmp_path: Path) -> None:
+    call = {
+        "id": "call-1",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": "{}"},
+    }
+    messages = [
+        {"role": "user", "content": "Weather in Oslo?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call-1", "content": "4C, rain"},
+    ]
+    path = tmp_path / "calls.jsonl"
+    path.write_text(json.dumps({"messages": messages}) + "\n", encoding="utf-8")
+    (trace,) = read_traces([path]).traces
+    assert trace.messages[2].name == "get_weather"

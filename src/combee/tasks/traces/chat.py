@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -20,7 +21,19 @@ def chat_messages(raw: Any) -> list[TraceMessage]:
     """The messages of ``raw`` (a list of OpenAI chat messages)."""
     if not isinstance(raw, list):
         raise MessageError(f"messages must be a list, got {type(raw).__name__}")
-    return [_message(item, index) for index, item in enumerate(raw)]
+    return named_results([_message(item, index) for index, item in enumerate(raw)])
+
+
+def named_results(messages: list[TraceMessage]) -> list[TraceMessage]:
+    """``messages`` with each tool result that names no tool named after the call it answers
+    (OpenAI's tool messages carry only the call's id)."""
+    called = {c.id: c.name for m in messages for c in m.tool_calls if c.id}
+    return [
+        dataclasses.replace(m, name=called[m.tool_call_id])
+        if m.role == "tool" and not m.name and m.tool_call_id in called
+        else m
+        for m in messages
+    ]
 
 
 def _message(item: Any, index: int) -> TraceMessage:

@@ -121,10 +121,10 @@ def read_traces(
     _report(imported)
     if not kept:
         reasons = "; ".join(f"{p}: {why}" for p, why in skipped[:3])
-        read = [str(path) for path, _ in files if path not in {p for p, _ in skipped}]
+        empty = [str(path) for path, _ in files if path not in {p for p, _ in skipped}]
         if not reasons:
             reasons = (
-                f"{', '.join(read[:3])}: read, no trace in it" if read else "no trace files found"
+                f"{', '.join(empty[:3])}: read, no trace in it" if empty else "no trace files found"
             )
         raise ConfigError(f"hold no traces ({reasons})", setting="traces")
     return imported
