@@ -88,7 +88,7 @@ def stage(entity: Any, recorder: Recorder, curated: Sequence[str], samples: dict
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    task = RulesTask()
+    task = RulesTask(seed=args.seed)  # the run's seed makes the task's entities, as a run does
     splits = task.load()
     samples = {s.id: s for s in [*splits.train, *splits.test]}
     llm = connect(args.model, base_url=args.base_url, cache=args.cache, seed=args.seed)
