@@ -90,3 +90,19 @@ async def test_contrast_pairs_attempts_across_runs_with_their_feedback(tmp_path:
     assert second.id in shown and first.outcome.success != second.outcome.success
     if second.outcome.feedback:
         assert "Its feedback: " in shown
+
+
+def test_two_swe_bench_runs_over_the_same_instances_give_both_attempts(tmp_path: Path) -> None:
+    real = Path(__file__).parent / "data" / "traces" / "real" / "mini-swe-agent"
+    trajectory = json.loads((real / "django__django-16255.traj.json").read_text())
+    again = json.loads(json.dumps(trajectory))  # the same instance, another run's attempt
+    again["messages"][-1]["content"] = "I could not reproduce the issue; submitting nothing."
+    for run, record in (("run-a", trajectory), ("run-b", again)):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "django__django-16255.traj.json").write_text(json.dumps(record))
+    (tmp_path / "copy-of-a").mkdir()
+    (tmp_path / "copy-of-a" / "django__django-16255.traj.json").write_text(json.dumps(trajectory))
+    imported = read_traces([tmp_path])
+    assert len(imported.traces) == 2 and len(imported.repeated) == 1
+    assert len({t.id for t in imported.traces}) == 2
+    assert len({t.task_id for t in imported.traces}) == 1  # one task, two attempts
