@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,32 @@ def test_real_swe_bench_issue_statements_reach_the_reflector_whole() -> None:
         issue = statement.split("</pr_description>")[0][:1500]
         kept = next(line for line in small.text.split("\n[") if line.startswith("1] user: "))
         assert issue[:1000] in kept and "of the task statement cut ...]" in kept, trace.id
+
+
+def test_the_issue_statements_reach_the_reflector_at_the_scripted_server(tmp_path: Path) -> None:
+    import combee
+    from combee.llm import connect
+    from combee.sim import serve_in_thread
+    from combee.sim.ace_script import ace_responder
+    from combee.tasks.traces import read_traces
+
+    real = Path(__file__).parent / "data" / "traces" / "real" / "mini-swe-agent"
+    statements = [
+        next(m for m in t.messages if m.role == "user").content.strip()
+        for t in read_traces([real]).traces
+    ]
+    with serve_in_thread(ace_responder) as server:
+        llm = connect("sim", base_url=server.base_url)
+        try:
+            combee.learn([real], llm=llm, batch_size=2, run_dir=tmp_path / "run", holdout_tasks=0)
+        finally:
+            combee.sync.run_sync(llm.aclose(), async_name="aclose")
+        prompts = [
+            "\n".join(str(m.get("content", "")) for m in r.body["messages"])
+            for r in server.records
+            if r.schema_name == "reflector"
+        ]
+    assert len(prompts) == 2
+    for statement in statements:  # as the prompt's tagged block escapes tags inside it
+        shown = re.sub(r"<(/?[a-z_]{1,40})>", r"&lt;\1>", statement)
+        assert any(shown in prompt for prompt in prompts)
