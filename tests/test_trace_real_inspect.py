@@ -48,4 +48,4 @@ def test_a_log_saved_as_json_and_as_eval_is_read_once(tmp_path: Path) -> None:
     eval_archive(folder / POPULARITY.name.replace(".json", ".eval"), log)
     imported = read_traces([folder])
     assert len(imported.traces) == 3 and len(imported.repeated) == 3
-    assert "3 repeated trace id(s) left out" in imported.summary()
+    assert "3 attempt(s) read twice left out" in imported.summary()

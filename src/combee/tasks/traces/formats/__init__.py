@@ -116,7 +116,11 @@ def read_traces(
     kept, repeated = _first_of_each_id(traces)
     kept = _tasks_apart(kept)
     imported = TraceImport(
-        kept, files=len(files) + len(served) - len(skipped), skipped=skipped, repeated=repeated
+        kept,
+        files=len(files) - len(skipped),
+        skipped=skipped,
+        repeated=repeated,
+        experiments=len(served),
     )
     _report(imported)
     if not kept:
