@@ -138,6 +138,8 @@ def test_a_contradiction_needs_every_name_and_a_whole_number_of_the_rule() -> No
     assert not contradicts("A Stibrou with base 5 yields 15, three times 5.", "Stibrou rules.")
     tau = 'expected actions: cancel_reservation({"reservation_id": "ZFA04Y"})'
     assert not contradicts("Call cancel_reservation within 24 hours of the request.", tau)
+    # A unit names nothing: a lesson about another city's temperature is no contradiction.
+    assert not contradicts("Oslo was 4 C when the agent asked.", "expected 18 C")
 
 
 def test_the_reflectors_sentence_that_contradicts_the_rule_is_not_joined_to_it() -> None:

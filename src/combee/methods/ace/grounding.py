@@ -188,10 +188,12 @@ def contradicts(text: str, evidence: str) -> bool:
     """Whether ``text`` speaks of what ``evidence`` names (every name of it) with other numbers:
     it holds a number the evidence lacks and lacks one the evidence holds ("The yield of a
     Stibrou is its base value multiplied by 0.5." against "... multiplied by 3."). Numbers are
-    whole words ("04" in "ZFA04Y" is none); evidence without a number or a name contradicts
-    nothing."""
+    whole words ("04" in "ZFA04Y" is none); names have three characters or more (a unit such
+    as the "C" of "18 C" is none); evidence without a number or a name contradicts nothing."""
     wanted = _numbers(evidence)
-    names = named_terms(evidence) - {n.replace(",", "") for n in _NUMBER.findall(evidence)}
+    numbers = {n.replace(",", "") for n in _NUMBER.findall(evidence)}
+    # A unit or an initial ("18 C") names nothing: the rule must be about something named.
+    names = {name for name in named_terms(evidence) - numbers if len(name) >= 3}
     if not wanted or not names:
         return False
     folded = text.lower().replace(",", "")
