@@ -14,14 +14,17 @@ from combee.sim.ace_script import ace_responder
 from tests.cli_helpers import COMBEE, run_combee
 
 
+def train_args(base_url: str, out: Path) -> list[str]:
+    return [
+        "train", "--train-limit", "8", "--val-limit", "0", "--test-limit", "2",
+        "--batch-size", "2", "--model", "sim", "--base-url", base_url, "--out", str(out),
+    ]  # fmt: skip
+
+
 def test_a_second_process_is_refused_while_the_first_writes(tmp_path: Path) -> None:
     out = tmp_path / "run"
     with serve_in_thread(ace_responder, SimConfig(ttft_s=0.3)) as server:
-        args = [
-            "train", "--train-limit", "8", "--val-limit", "0", "--test-limit", "2",
-            "--batch-size", "2", "--model", "sim", "--base-url", server.base_url,
-            "--out", str(out),
-        ]  # fmt: skip
+        args = train_args(server.base_url, out)
         env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
         first = subprocess.Popen([COMBEE, *args], env=env, stderr=subprocess.PIPE, text=True)
         try:
@@ -41,11 +44,7 @@ def test_a_second_process_is_refused_while_the_first_writes(tmp_path: Path) -> N
 def test_a_second_resume_of_a_folder_being_written_names_resume(tmp_path: Path) -> None:
     out = tmp_path / "run"
     with serve_in_thread(ace_responder, SimConfig(ttft_s=0.3)) as server:
-        args = [
-            "train", "--train-limit", "8", "--val-limit", "0", "--test-limit", "2",
-            "--batch-size", "2", "--model", "sim", "--base-url", server.base_url,
-            "--out", str(out),
-        ]  # fmt: skip
+        args = train_args(server.base_url, out)
         env = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200"}
         first = subprocess.Popen([COMBEE, *args], env=env, stderr=subprocess.PIPE, text=True)
         try:
