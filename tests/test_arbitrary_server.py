@@ -126,6 +126,9 @@ async def test_agentdojo_episodes_finish_with_arbitrary_steps(
     assert summary["test_episodes"] == 4
     assert 0.0 <= summary["test_success_rate"] <= 1.0
     metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
-    assert sum(m["reflections"] + m["failed_samples"] for m in metrics) == 4
+    # An arbitrary reply may repeat what the episode showed: the screen keeps that lesson out,
+    # and the run counts it there.
+    screened = [sum(m.get("screened_out", {}).values()) for m in metrics]
+    assert sum(m["reflections"] + m["failed_samples"] for m in metrics) + sum(screened) == 4
     lines = (tmp_path / "run" / "episodes.jsonl").read_text().splitlines()
-    assert len(lines) == metrics[0]["reflections"]
+    assert len(lines) == metrics[0]["reflections"] + screened[0]
