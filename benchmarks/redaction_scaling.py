@@ -6,7 +6,7 @@ what one LLM call pays for redacting a prompt whose playbook repeats from call t
    secret-assignment check on): one unbroken word of random hex digits, of base64 characters
    or of lower-case letters (no digit: the screen's code pattern fails on it, so every
    character is a new start for the others), and prose of log-line words. Each is timed as the
-   mean of several runs with empty caches after a warm-up, and shown per KB, with the ratio of
+   fastest of several runs with empty caches after a warm-up, and shown per KB, with the ratio of
    the time at each size to the time at the smallest: time in proportion to the text keeps
    it near the ratio of the sizes (10 for 10 KB -> 100 KB); quadratic time makes it that
    ratio squared. Each measurement runs in a child process stopped after ``--limit`` seconds,
@@ -106,18 +106,19 @@ def playbook(chars: int, tag: str = "") -> Playbook:
 def _child(work: Callable[[], object], repeats: int, out: Connection) -> None:
     clear_caches()
     work()  # once to warm up (imports, compiled patterns), then timed with empty caches
-    spent = 0.0
+    fastest = float("inf")
     for _ in range(repeats):
         clear_caches()
         started = time.process_time()
         work()
-        spent += time.process_time() - started
-    out.send(spent / repeats)
+        fastest = min(fastest, time.process_time() - started)
+    out.send(fastest)
 
 
 def timed(work: Callable[[], object], limit: float, repeats: int = 1) -> float | None:
-    """CPU seconds of one ``work`` in a child process (the mean of ``repeats`` after a warm-up
-    run); None when it ran past ``limit``."""
+    """CPU seconds of one ``work`` in a child process: the fastest of ``repeats`` runs after a
+    warm-up run (other work on the machine only ever slows a run down, so the fastest is the
+    least disturbed); None when it ran past ``limit``."""
     receive, send = multiprocessing.Pipe(duplex=False)
     child = multiprocessing.get_context("fork").Process(target=_child, args=(work, repeats, send))
     child.start()
@@ -143,7 +144,7 @@ def scaling(sizes: list[int], limit: float) -> None:
             figures: list[float | None] = []
             for size in sizes:
                 text = word(shape, size)
-                repeats = max(1, 100_000 // size)  # small texts timed over many runs
+                repeats = max(3, 300_000 // size)  # small texts timed over many runs
                 work = lambda t=text, c=check: c(t)  # type: ignore[misc]  # noqa: E731
                 figures.append(timed(work, limit, repeats))
                 ratio = ""
