@@ -158,3 +158,33 @@ def test_an_agent_span_answers_after_the_tools_it_ran(tmp_path: Path) -> None:
     assert roles[0] == ("user", "Book the 9am train.")
     assert roles[-1] == ("assistant", "Booked: seat 12A.")
     assert [name for role, name in roles if role == "tool"] == ["find_train", "book"]
+
+
+def test_each_skipped_file_gets_its_own_cause(tmp_path: Path) -> None:
+    # A logs export beside spans of other traces still holds only events of its own, and a file
+    # of chat spans without content counts its own spans, not the folder's.
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    names = (
+        "openai-v2.span_only.otlp.json",
+        "openai-v2.true.otlp.json",
+        "openai-v2.event_only.logs.otlp.json",
+    )
+    for name in names:
+        (folder / name).write_bytes((REAL / name).read_bytes())
+    own_chats = sum(
+        1
+        for line in [json.loads((REAL / names[1]).read_text(encoding="utf-8"))]
+        for resource in line["resourceSpans"]
+        for scope in resource["scopeSpans"]
+        for span in scope["spans"]
+        if any(
+            a["key"] == "gen_ai.operation.name" and a["value"].get("stringValue") == "chat"
+            for a in span.get("attributes", [])
+        )
+    )
+    imported = read_traces([folder])
+    why = {path.name: reason for path, reason in imported.skipped}
+    assert set(why) == set(names[1:])
+    assert f"has {own_chats} GenAI chat span(s) without message content" in why[names[1]]
+    assert "only events" in why[names[2]] and "spans export" in why[names[2]]

@@ -140,8 +140,17 @@ def read_group(paths: Sequence[Path]) -> tuple[list[Trace], list[TraceFileEmpty]
         if trace is not None:
             traces.append(trace)
             used |= {span.path for span in found} | attached.get(trace_id, set())
-    reason = _why_empty(by_trace, events)
-    return traces, [TraceFileEmpty(str(p), reason) for p in paths if p not in used]
+    spans_of: dict[Path, list[Span]] = {}
+    for span in (span for found in by_trace.values() for span in found):
+        spans_of.setdefault(span.path, []).append(span)
+    events_of: dict[Path, list[LogEvent]] = {}
+    for event in events:
+        events_of.setdefault(event.path, []).append(event)
+    return traces, [
+        TraceFileEmpty(str(path), _why_empty(spans_of.get(path, []), events_of.get(path, [])))
+        for path in paths
+        if path not in used
+    ]
 
 
 def _attach(events: list[LogEvent], by_trace: dict[str, list[Span]]) -> dict[str, set[Path]]:
@@ -163,8 +172,8 @@ def _attach(events: list[LogEvent], by_trace: dict[str, list[Span]]) -> dict[str
     return given
 
 
-def _why_empty(by_trace: dict[str, list[Span]], events: list[LogEvent]) -> str:
-    spans = [s for found in by_trace.values() for s in found]
+def _why_empty(spans: list[Span], events: list[LogEvent]) -> str:
+    """Why a file added to no trace, from its own spans and events."""
     if not spans and events:
         return (
             "holds only events (logs), and no file given with it holds the spans they belong "
