@@ -201,10 +201,13 @@ def ensure_assembled(
     marker = target.with_name(target.name + VERIFIED_SUFFIX)
     if _marked(target, expected):
         return target
-    if target.is_file() and target.stat().st_size == expected.size:
-        if _sha256_of(target, progress=progress, label="verifying") == expected.sha256:
-            marker.write_text(expected.sha256 + "\n", encoding="utf-8")
-            return target
+    if (
+        target.is_file()
+        and target.stat().st_size == expected.size
+        and _sha256_of(target, progress=progress, label="verifying") == expected.sha256
+    ):
+        marker.write_text(expected.sha256 + "\n", encoding="utf-8")
+        return target
     # A wrong or unverifiable copy is replaced, never trusted.
     marker.unlink(missing_ok=True)
     target.unlink(missing_ok=True)
