@@ -50,3 +50,18 @@ def test_an_install_hint_keeps_its_extra(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(app, "err", Console(file=buffer, width=200))
     app.fail("the topk strategy needs embeddings: pip install 'combee[embed]'")
     assert buffer.getvalue().strip().endswith("pip install 'combee[embed]'")
+
+
+@pytest.mark.parametrize("command", ["sim-server", "bench"])
+def test_install_hints_in_help_keep_their_extra(command: str) -> None:
+    result = run_combee(command, "--help")
+    assert result.returncode == 0
+    assert "pip install 'combee[sim]'" in result.stdout
+
+
+def test_version_prints_the_installed_version() -> None:
+    from importlib.metadata import version
+
+    result = run_combee("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"combee {version('combee')}"

@@ -25,6 +25,28 @@ app = typer.Typer(
 err = Console(stderr=True)
 T = TypeVar("T")
 
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import version
+
+        typer.echo(f"combee {version('combee')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_print_version,
+        is_eager=True,
+        help="Print the installed version and exit.",
+    ),
+) -> None:
+    """Scale prompt learning: parallel map, augmented shuffle, scan aggregation."""
+
+
 DEFAULT_MODEL = os.environ.get("COMBEE_MODEL", "local")
 
 

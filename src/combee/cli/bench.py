@@ -75,7 +75,7 @@ def bench_command(
 
     Trains sequential, naive and combee (fixed and auto batch sizes) on Formula against
     `combee sim-server` in its own process and reports wall time, speedup, calls, client CPU,
-    idle fraction and retries. Needs the sim extra: pip install 'combee[sim]'.
+    idle fraction and retries. Needs the sim extra: pip install 'combee\\[sim]'.
     """
     from combee.bench.suite import BenchOptions, run_bench
 

@@ -59,7 +59,7 @@ def sim_server_command(
     """Serve a scripted model over the OpenAI chat-completions API.
 
     Simulated latency and injected faults are set by the flags below, all seeded. Needs the
-    sim extra: pip install 'combee[sim]'.
+    sim extra: pip install 'combee\\[sim]'.
     """
     from combee.sim.extra import require
 
