@@ -6,6 +6,8 @@ The control, with the screen off, shows the planted lessons reaching the playboo
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -82,3 +84,17 @@ def test_no_phrasing_in_a_question_or_context_becomes_a_lesson(
 def test_without_the_screen_they_would(runs: dict[str, combee.TrainResult]) -> None:
     playbook = normal(runs["open"].text)
     assert len([p for p in PHRASINGS if marker(p) in playbook]) >= 25
+
+
+def test_the_log_says_once_per_batch_what_was_kept_out_and_why(
+    runs: dict[str, combee.TrainResult],
+) -> None:
+    result = runs["screened"]
+    assert result.run_dir is not None
+    log = (result.run_dir / "run.log").read_text(encoding="utf-8")
+    counts = [int(n) for n in re.findall(r"(\d+) of \d+ reflection\(s\) kept out of curation", log)]
+    metrics = (result.run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+    screened = [sum(json.loads(row).get("screened_out", {}).values()) for row in metrics]
+    assert counts == [n for n in screened if n]  # one line for each batch that kept some out
+    assert sum(counts) == sum(result.summary["screened_out"].values())
+    assert log.count("repeat text their sample showed (copied-from-data)") == len(counts)

@@ -256,11 +256,17 @@ class AceMethod:
                 kept.append(reflection)
             else:
                 screened[kind] += 1
-                log.warning(
-                    "reflection on sample %s kept out: it carries a planted instruction (%s)",
-                    reflection.sample_id,
-                    kind,
-                )
+                log.info("reflection on sample %s kept out (%s)", reflection.sample_id, kind)
+        if screened:
+            log.warning(
+                "%d of %d reflection(s) kept out of curation: %s",
+                screened.total(),
+                len(reflections),
+                ", ".join(
+                    f"{n} {_SCREENED_AS.get(k, 'carry a planted instruction')} ({k})"
+                    for k, n in screened.items()
+                ),
+            )
         self.lessons.screened.update(screened)
         return kept, dict(screened)
 
@@ -345,6 +351,10 @@ class LessonCounts:
         self.repaired.update(result.repaired)
         self.combined += result.combined
         self.near_duplicates += result.near_duplicates
+
+
+_SCREENED_AS = {"copied-from-data": "repeat text their sample showed"}
+"""How a kind of screened reflection reads; every other kind is a planted instruction."""
 
 
 def _copied(reflection: Reflection, shared: SharedText | None) -> str | None:
