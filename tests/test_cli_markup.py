@@ -65,3 +65,14 @@ def test_version_prints_the_installed_version() -> None:
     result = run_combee("--version")
     assert result.returncode == 0
     assert result.stdout.strip() == f"combee {version('combee')}"
+
+
+def test_eval_prints_its_result_once() -> None:
+    with serve_in_thread(ace_responder) as server:
+        result = run_combee(
+            "eval", "--limit", "3", "--model", "sim", "--base-url", server.base_url,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    both = result.stdout + result.stderr
+    assert both.count("accuracy") == 1
+    assert "on 3 test samples" in result.stdout

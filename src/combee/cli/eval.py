@@ -43,7 +43,7 @@ def eval_command(
     from combee.cli.progress import ConsoleProgress
     from combee.evaluation import evaluate_async
 
-    progress = ConsoleProgress(err)
+    progress = ConsoleProgress(err, evaluation_lines=False)  # the result is printed below
 
     async def evaluate() -> EvalResult:
         llm = opt.endpoint_of(options, cache=cache, seed=seed)

@@ -43,8 +43,10 @@ class ConsoleProgress(LoopObserver):
     size decision and each evaluation's accuracy (an agent's: its success rate). Call
     :meth:`close` when the run ends."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, *, evaluation_lines: bool = True) -> None:
         self.console = console
+        self.evaluation_lines = evaluation_lines
+        """Print each evaluation's result (off where the command prints it itself)."""
         self.epochs = 1
         self.total = 0
         self._progress: Progress | None = None
@@ -145,7 +147,7 @@ class ConsoleProgress(LoopObserver):
 
     def on_evaluation_end(self, label: str, evaluation: Evaluation, seconds: float) -> None:
         self.close()
-        if not evaluation.samples:
+        if not evaluation.samples or not self.evaluation_lines:
             return  # nothing was scored (learning from traces has no test split)
         failures = evaluation.failures
         failed = f", {len(failures)} failed{_invalid(failures)}" if failures else ""
