@@ -73,8 +73,13 @@ def normal(text: str) -> str:
     return folded.casefold()
 
 
+def _run_list(words: list[str], size: int) -> list[tuple[str, ...]]:
+    """Every run of ``size`` consecutive words, in order."""
+    return list(zip(*(words[offset:] for offset in range(size)), strict=False))
+
+
 def _runs(words: list[str], size: int) -> set[tuple[str, ...]]:
-    return {tuple(words[i : i + size]) for i in range(len(words) - size + 1)}
+    return set(zip(*(words[offset:] for offset in range(size)), strict=False))
 
 
 def _identifier_matches(text: str) -> Iterator[str]:
@@ -167,12 +172,13 @@ def copied_spans(
     seen = normal(text)
     found: list[str] = []
     words = _WORD.findall(seen)
-    candidate_runs = _runs(words, run_words) & _runs(_WORD.findall(data_text), run_words)
+    lesson_runs = _run_list(words, run_words)
+    candidate_runs = set(lesson_runs) & _runs(_WORD.findall(data_text), run_words)
     candidate_runs -= _runs(_WORD.findall(trusted_text), run_words)
     candidate_runs -= common.runs
     covered = [False] * len(words)
-    for start in range(len(words) - run_words + 1):
-        if tuple(words[start : start + run_words]) in candidate_runs:
+    for start, run in enumerate(lesson_runs):
+        if run in candidate_runs:
             covered[start : start + run_words] = [True] * run_words
     span: list[str] = []
     for word, copied in zip([*words, ""], [*covered, False], strict=True):
