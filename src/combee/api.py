@@ -155,9 +155,10 @@ async def train_async(
         on_decision=watchers.on_batch_decision,
     )
     splits = the_task.load()
-    train_set = limited(splits.train, settings_.train_limit)
-    val_set = limited(splits.val, settings_.val_limit)
-    test_set = limited(splits.test, settings_.test_limit)
+    train_limit, val_limit, test_limit = settings_.split_limits()
+    train_set = limited(splits.train, train_limit)
+    val_set = limited(splits.val, val_limit)
+    test_set = limited(splits.test, test_limit)
     if not train_set:
         raise ConfigError("has no training samples with these limits", setting="task")
     start = initial_text(initial_context)

@@ -59,8 +59,8 @@ def settings_table() -> str:
     rows = ["| setting | flag | default | takes | applies to |", "|---|---|---|---|---|"]
     for item in SETTINGS:
         flag = "--" + item.name.replace("_", "-")
-        default = "None" if item.default is None else repr(item.default)
-        rows.append(
-            f"| `{item.name}` | `{flag}` | `{default}` | {item.help} | {owner_label(item)} |"
-        )
+        default = "`None`" if item.default is None else f"`{item.default!r}`"
+        if item.default is None and item.bounds.none:
+            default += f" ({item.bounds.none})"
+        rows.append(f"| `{item.name}` | `{flag}` | {default} | {item.help} | {owner_label(item)} |")
     return "\n".join(rows)

@@ -14,14 +14,19 @@ from combee.cli import options as opt
 from combee.cli.app import app, err, fail, run
 from combee.cli.compare_settings import merged
 from combee.cli.report import guarded, print_report
+from combee.cli.setting_options import option_help
 from combee.core.controller import DEFAULT_MAX_BATCH_SIZE, DEFAULT_TAU
 from combee.llm.connect import Endpoint
 from combee.llm.types import DEFAULT_MAX_TOKENS
 from combee.report.spec import load_spec
 from combee.runs.layout import CACHE_FILE
+from combee.settings import SETTINGS
 
 if TYPE_CHECKING:
     from combee.report import Cell, CompareResult
+
+
+_HELP = {item.name: option_help(item) for item in SETTINGS}
 
 
 @app.command("compare")
@@ -43,9 +48,9 @@ def compare_command(
     task: opt.Task = "formula",
     method: Annotated[str, typer.Option(help="ace (playbook) | gepa (system prompt).")] = "ace",
     epochs: Annotated[int, typer.Option()] = 1,
-    train_limit: Annotated[int | None, typer.Option(help="First N training samples.")] = None,
-    val_limit: Annotated[int | None, typer.Option(help="First N validation samples.")] = None,
-    test_limit: Annotated[int | None, typer.Option(help="First N test samples.")] = None,
+    train_limit: Annotated[int | None, typer.Option(help=_HELP["train_limit"])] = None,
+    val_limit: Annotated[int | None, typer.Option(help=_HELP["val_limit"])] = None,
+    test_limit: Annotated[int | None, typer.Option(help=_HELP["test_limit"])] = None,
     val_every: Annotated[int, typer.Option(help="Validate every N iterations (0: per epoch).")] = 0,
     duplication: Annotated[int, typer.Option(help="Copies p of each reflection (combee).")] = 2,
     fan_in: Annotated[int, typer.Option(help="Most updates one merge call sees.")] = 32,

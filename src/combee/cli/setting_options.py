@@ -82,16 +82,22 @@ def _cli_default(item: Declared) -> Any:
     return item.default
 
 
-def _cli_annotation(item: Declared) -> Any:
+def option_help(item: Declared) -> str:
+    """The help of ``item``'s flag: whose setting it is, its help and what None means."""
     help_text = item.help
     if item.bounds.cli_zero_is_none:
         help_text += f" (0: {item.bounds.none or 'none'})"
+    elif item.optional and item.bounds.none:
+        help_text += f" (default: {item.bounds.none})"
+    owner = {"": "", "auto": "batch size auto: "}.get(item.owner, f"{item.owner}: ")
+    return owner + help_text
+
+
+def _cli_annotation(item: Declared) -> Any:
+    if item.bounds.cli_zero_is_none:
         kind: Any = item.base
     elif item.optional:
         kind = item.base | None
-        if item.bounds.none:
-            help_text += f" (default: {item.bounds.none})"
     else:
         kind = item.base
-    owner = {"": "", "auto": "batch size auto: "}.get(item.owner, f"{item.owner}: ")
-    return Annotated[kind, typer.Option(help=owner + help_text)]
+    return Annotated[kind, typer.Option(help=option_help(item))]

@@ -6,14 +6,24 @@ from dataclasses import dataclass
 
 from combee.core.settings import SettingsGroup, setting
 
+FOLLOWS = "as many as the training limit, all without one"
+"""What a validation or test limit not given means: a small run is small throughout."""
+
 
 @dataclass(frozen=True)
 class TaskSettings(SettingsGroup):
     data: str | None = setting(None, "The JSONL file of the jsonl task.")
     scorer: str = setting("exact", "The jsonl task's scorer: exact | numeric | contains.")
-    train_limit: int | None = setting(None, "First N training samples.", least=0, none="all")
-    val_limit: int | None = setting(None, "First N validation samples.", least=0, none="all")
-    test_limit: int | None = setting(None, "First N test samples.", least=0, none="all")
+    train_limit: int | None = setting(
+        None,
+        "First N training samples; validation and test take as many unless given.",
+        least=0,
+        none="all",
+    )
+    val_limit: int | None = setting(
+        None, "First N validation samples (0: none).", least=0, none=FOLLOWS
+    )
+    test_limit: int | None = setting(None, "First N test samples (0: none).", least=0, none=FOLLOWS)
     agent_steps: str = setting(
         "native",
         "agentdojo tasks: how the model acts: native (the endpoint's tool calls) | json (one "
@@ -27,3 +37,13 @@ class TaskSettings(SettingsGroup):
         "answer, on the clean environment).",
         choices=("verdict", "reference"),
     )
+
+    def split_limits(self) -> tuple[int | None, int | None, int | None]:
+        """The train, validation and test limits (None: the whole split). A validation or test
+        limit not given follows the training limit; one given, 0 included, is kept."""
+        train = self.train_limit
+        return (
+            train,
+            train if self.val_limit is None else self.val_limit,
+            train if self.test_limit is None else self.test_limit,
+        )
