@@ -15,11 +15,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from combee.core.call_counts import MethodCalls
 from combee.core.learner import Learner
 from combee.errors import ConfigError
 from combee.llm.client import LLM
 from combee.llm.types import DEFAULT_MAX_TOKENS
+from combee.methods.ace.agent import AgentAceMethod
 from combee.methods.ace.learner import ace_agent_learner, ace_learner, ace_traces_learner
+from combee.methods.ace.method import AceMethod
+from combee.methods.ace.traces import TraceAceMethod
 from combee.methods.gepa.settings import GepaSettings
 from combee.plugins import Registry
 from combee.tasks.base import Sample, Score
@@ -59,3 +63,19 @@ def _gepa(
 
 
 METHODS.register("gepa", _gepa)
+
+METHOD_CALLS = {
+    "ace": AceMethod.CALLS,
+    "ace-traces": TraceAceMethod.CALLS,
+    "ace-agent": AgentAceMethod.CALLS,
+}
+"""The calls of the registered methods that say them (a run's plan counts them)."""
+
+
+def calls_of(method: Any) -> MethodCalls | None:
+    """The calls ``method`` makes (a registered name, a learner or a method object with a
+    ``CALLS`` :class:`MethodCalls`); None when it does not say them."""
+    if isinstance(method, str):
+        return METHOD_CALLS.get(method)
+    found = getattr(getattr(method, "method", method), "CALLS", None)
+    return found if isinstance(found, MethodCalls) else None

@@ -6,7 +6,8 @@ import random
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-from combee.core.capacity import GROUP_RULES, SizesCalls, choose_groups
+from combee.core.call_counts import CallRange
+from combee.core.capacity import GROUP_RULES, SizesCalls, choose_groups, sqrt_groups
 from combee.core.loop_state import rng_state, set_rng_state
 from combee.core.scan import scan_reduce
 from combee.core.types import Method, ReduceTrace, Reflection
@@ -54,6 +55,19 @@ class CombeeStrategy:
 
     def restore(self, state: Any) -> None:
         set_rng_state(self._rng, state)
+
+    def reduce_calls(self, n: int) -> dict[str, CallRange]:
+        """The curate steps are the level-1 groups: ``floor(sqrt(n))`` under ``sqrt``; under
+        ``capacity`` sized at run time on the replies, from that many to one per copy
+        (``p * n``). The merge steps over two or more updates: at least one, at most one fewer
+        than the groups (each such step leaves one update fewer)."""
+        if not n:
+            return {}
+        least = sqrt_groups(n)
+        most = least if self.groups == "sqrt" else max(least, self.p * n)
+        if most == 1:
+            return {"curate": CallRange.exactly(1)}
+        return {"curate": CallRange(least, most), "merge": CallRange(min(1, least - 1), most - 1)}
 
     async def reduce(
         self, method: Method[C, U], context: C, reflections: Sequence[Reflection]

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Sequence
 from typing import TypeVar
 
+from combee.core.call_counts import CallRange
 from combee.core.types import Method, ReduceTrace, Reflection
 from combee.errors import LLMCallError
 
@@ -39,3 +40,9 @@ async def curate_or_skip(
             "the curate call over %d reflections failed and is skipped: %s", len(reflections), error
         )
         return None
+
+
+def one_curate_call(n: int) -> dict[str, CallRange]:
+    """The reduce steps of a strategy that curates once: one curate step (none without
+    reflections)."""
+    return {"curate": CallRange.exactly(1)} if n else {}

@@ -16,6 +16,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any, TypeVar, cast
 
+from combee.core.call_counts import CallRange
 from combee.core.types import Condenser, Method, ReduceTrace, Reflection
 from combee.errors import ConfigError, LLMCallError
 from combee.strategies.single_call import curate_or_skip
@@ -47,6 +48,9 @@ class SummarizeStrategy:
     def batch_size(self, requested: int) -> int:
         return requested
 
+    def reduce_calls(self, n: int) -> dict[str, CallRange]:
+        return {"condense": CallRange.exactly(1), "curate": CallRange.exactly(1)} if n else {}
+
     async def reduce(
         self, method: Method[C, U], context: C, reflections: Sequence[Reflection]
     ) -> ReduceTrace[U]:
@@ -73,6 +77,14 @@ class HierSummarizeStrategy:
 
     def batch_size(self, requested: int) -> int:
         return requested
+
+    def reduce_calls(self, n: int) -> dict[str, CallRange]:
+        """One condensing step per reflection, one more over their summaries (with two or
+        more), one curate step."""
+        if not n:
+            return {}
+        condense = n + 1 if n > 1 else n
+        return {"condense": CallRange.exactly(condense), "curate": CallRange.exactly(1)}
 
     async def reduce(
         self, method: Method[C, U], context: C, reflections: Sequence[Reflection]

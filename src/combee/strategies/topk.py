@@ -12,6 +12,7 @@ import importlib
 from collections.abc import Sequence
 from typing import TypeVar
 
+from combee.core.call_counts import CallRange
 from combee.core.types import Method, ReduceTrace, Reflection
 from combee.errors import ConfigError
 from combee.strategies.embedding import (
@@ -22,7 +23,7 @@ from combee.strategies.embedding import (
     preload_default_embedder,
     require,
 )
-from combee.strategies.single_call import curate_or_skip
+from combee.strategies.single_call import curate_or_skip, one_curate_call
 
 C = TypeVar("C")
 U = TypeVar("U")
@@ -93,6 +94,9 @@ class TopKStrategy:
 
     def batch_size(self, requested: int) -> int:
         return requested
+
+    def reduce_calls(self, n: int) -> dict[str, CallRange]:
+        return one_curate_call(n)
 
     def pick(self, reflections: Sequence[Reflection]) -> list[int]:
         """The indices of the representatives this strategy curates (blocking: it embeds)."""

@@ -45,6 +45,9 @@ class AgentAceMethod(TraceAceMethod):
     a plain-function agent that may run at once (:class:`~combee.tasks.agent.AgentThreads`).
     """
 
+    CALLS = dataclasses.replace(TraceAceMethod.CALLS, rollout=None)
+    """An episode takes as many agent steps as it needs: not known in advance."""
+
     def __init__(
         self,
         llm: AgentLLM,

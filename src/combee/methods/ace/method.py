@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from combee.core.call_counts import MethodCalls
 from combee.core.capacity import CallCapacity
 from combee.core.types import Reflection, Trajectory
 from combee.errors import ConfigError, LLMCallError
@@ -42,6 +43,18 @@ class AceMethod:
     approximate token count on every :meth:`apply` (None: unbounded, as the published ACE).
     LLM failures (``combee.errors.LLMCallError``) propagate; the training loop records them.
     """
+
+    CALLS = MethodCalls(
+        rollout={"generator": 1},
+        reflect={"reflector": 1},
+        steps={
+            "curate": ("curator", 1, 1),
+            "merge": ("merge", 0, 1),
+            "condense": ("summarize", 1, 1),
+        },
+    )
+    """One generator call a rollout, one reflector call a reflection; a merge step makes its
+    call only with two updates that hold operations (see :meth:`merge`)."""
 
     def __init__(
         self,

@@ -7,6 +7,7 @@ with the other outcome (a success beside a failure), when the batch's traces hol
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -31,6 +32,9 @@ TRANSCRIPT_TOKENS = 3000
 
 class TraceAceMethod(AceMethod):
     """:class:`AceMethod` whose samples carry a recorded :class:`Trace` (``sample.meta``)."""
+
+    CALLS = dataclasses.replace(AceMethod.CALLS, rollout={})
+    """A recorded trace is its own rollout: no call."""
 
     def __init__(
         self,
