@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         evaluate_next_actions,
         evaluate_next_actions_async,
     )
+    from combee.plan import RunPlan, plan
     from combee.results import EvalResult, TrainResult
     from combee.resume import resume, resume_async
     from combee.strategies.registry import STRATEGIES
@@ -72,6 +73,8 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "NextActionResult": ("combee.offline_eval", "NextActionResult"),
     "evaluate_next_actions": ("combee.offline_eval", "evaluate_next_actions"),
     "evaluate_next_actions_async": ("combee.offline_eval", "evaluate_next_actions_async"),
+    "plan": ("combee.plan", "plan"),
+    "RunPlan": ("combee.plan", "RunPlan"),
     "EvalResult": ("combee.results", "EvalResult"),
     "TrainResult": ("combee.results", "TrainResult"),
     "resume": ("combee.resume", "resume"),
@@ -145,6 +148,7 @@ __all__ = [
     "Method",
     "NextActionResult",
     "Reflection",
+    "RunPlan",
     "Sample",
     "SampleTask",
     "Score",
@@ -161,6 +165,7 @@ __all__ = [
     "learn",
     "learn_async",
     "llm",
+    "plan",
     "register_method",
     "register_strategy",
     "register_task",

@@ -38,18 +38,17 @@ from combee.episodes import (
 from combee.errors import ConfigError, RunFailedError
 from combee.evaluation import observed_evaluation
 from combee.llm.client import LLM
+from combee.plan import plan_of
+from combee.prepare import prepared
 from combee.resolve import (
     LLMArg,
     changed_by_user,
     initial_text,
     learner_of,
-    limited,
     llm_of,
     method_options_of,
     schedule_of,
     start_context,
-    strategy_of,
-    task_of,
     widen_for,
 )
 from combee.results import TrainResult, usage_summary
@@ -68,7 +67,6 @@ from combee.runs import (
     saved_run_id,
     saved_usage,
 )
-from combee.settings import run_settings
 from combee.sync import run_sync
 from combee.tasks.agent import AgentTask
 from combee.tasks.base import Sample, Task
@@ -120,7 +118,11 @@ async def train_async(
     naming it.
     """
     given = settings
-    settings_ = run_settings(given)
+    ready = prepared(
+        task, method=method, strategy=strategy, given=given, method_options=method_options
+    )
+    settings_, the_task, the_strategy = ready.settings, ready.task, ready.strategy
+    method, method_options = ready.method, ready.method_options
     if settings_.pipeline and not isinstance(batch_size, int):
         raise ConfigError(
             f"needs a fixed batch size (got batch_size={batch_size!r}): the next batch is drawn "
@@ -128,23 +130,6 @@ async def train_async(
             setting="pipeline",
         )
     seed = settings_.seed
-    the_task = task_of(
-        task,
-        data=settings_.data,
-        scorer=settings_.scorer,
-        seed=seed,
-        agent_steps=settings_.agent_steps,
-        feedback=settings_.feedback,
-    )
-    if isinstance(the_task, AgentTask):  # episodes of the task's agent are the rollouts
-        method = "ace-agent" if method == "ace" else method
-        agent_options = {
-            "agent": the_task.agent,
-            "playbook_text": the_task.playbook_text,
-            "max_threads": the_task.max_threads,
-        }
-        method_options = {**agent_options, **(method_options or {})}
-    the_strategy = strategy_of(strategy, settings_, given)
     watchers = ObserverGroup(observers)
     schedule, batch_label = schedule_of(
         batch_size,
@@ -154,13 +139,9 @@ async def train_async(
         reprofile=settings_.reprofile,
         on_decision=watchers.on_batch_decision,
     )
-    splits = the_task.load()
-    train_limit, val_limit, test_limit = settings_.split_limits()
-    train_set = limited(splits.train, train_limit)
-    val_set = limited(splits.val, val_limit)
-    test_set = limited(splits.test, test_limit)
-    if not train_set:
-        raise ConfigError("has no training samples with these limits", setting="task")
+    splits = ready.splits
+    train_set, val_set, test_set = ready.train, ready.val, ready.test
+    run_plan = plan_of(ready, batch_size, llm=llm, preflight=preflight)
     start = initial_text(initial_context)
     new_folders = [] if run_dir is None else missing_folders(run_dir)
     if run_dir is not None:
@@ -208,6 +189,9 @@ async def train_async(
             resume = None
             if run_dir is not None and not overwrite and learner.resumable:
                 resume = resume_point(Path(run_dir), config, learner.load_context, len(train_set))
+            if resume is not None:
+                run_plan = run_plan.resumed(resume.iteration)
+            watchers.on_plan(run_plan)  # before the first call
             if preflight:
                 await client.preflight()
         # The run directory is made only once every setting, the method, its start and the

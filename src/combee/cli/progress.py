@@ -70,6 +70,10 @@ class ConsoleProgress(LoopObserver):
             self._progress.stop()
         self._progress, self._task, self._training = None, None, False
 
+    def on_plan(self, plan: Any) -> None:
+        for line in plan.lines():
+            self.console.print(escape(line), highlight=False, soft_wrap=True)
+
     def on_run_start(self, config: Mapping[str, Any]) -> None:
         self.epochs = int(config.get("epochs", 1))
         samples = config.get("samples", {})

@@ -59,9 +59,20 @@ def train_command(
     track: opt.Track = None,
     tracking_uri: opt.TrackingUri = None,
     experiment: opt.Experiment = "combee",
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Print the run's plan (calls by role, tokens, cost) and stop."
+        ),
+    ] = False,
     **settings: Any,
 ) -> None:
-    """Learn a playbook (or a GEPA system prompt) on a task and evaluate it on the test slice."""
+    """Learn a playbook (or a GEPA system prompt) on a task and evaluate it on the test slice.
+
+    Before its first call the run prints its plan: the calls it will make by role, the
+    completion tokens they may write and, with --price-prompt/--price-completion, what those
+    cost. With --train-limit alone, validation and test take as many samples; with no limit
+    the run takes the task's whole splits (formula: 500 train, 300 val, 200 test)."""
     # What a run needs is imported once it starts, so that the help comes up at once.
     from combee.api import train_async
     from combee.cli.progress import ConsoleProgress
@@ -83,6 +94,9 @@ def train_command(
             )
         return resume_run(resume, progress)
     size = opt.batch_size_value(batch_size)
+    if dry_run:
+        return print_plan(task, attack, method=method, strategy=strategy, batch_size=size,
+                          settings=settings)  # fmt: skip
 
     async def train() -> TrainResult:
         the_task = with_attack(task, attack)
@@ -103,6 +117,20 @@ def train_command(
 
     result = run(train())
     print_done(result.summary, out)
+
+
+def print_plan(task: str, attack: str | None, *, settings: dict[str, Any], **chosen: Any) -> None:
+    """``--dry-run``: the plan of the run the flags describe, printed; no call is made."""
+    from combee.plan import RunPlan, plan
+    from combee.tasks.registry import with_attack
+
+    async def planned() -> RunPlan:
+        llm = opt.endpoint_of(settings, cache=None, seed=settings["seed"])
+        given = settings_from_options(SETTINGS, settings)
+        return plan(with_attack(task, attack), llm=llm, **chosen, **given)
+
+    lines = run(planned()).lines()
+    Console().print("\n".join(lines), highlight=False, markup=False, soft_wrap=True)
 
 
 def print_done(summary: dict[str, Any], out: Path) -> None:

@@ -112,6 +112,11 @@ class LoopObserver:
         """The run's settings, as ``config.json`` records them, once they are all resolved."""
         return None
 
+    def on_plan(self, plan: Any) -> None:
+        """The run's plan (:class:`combee.plan.RunPlan`): the calls it will make, before the
+        first."""
+        return None
+
     def on_iteration_start(self, epoch: int, iteration: int, batch_size: int) -> None:
         return None
 
@@ -152,6 +157,10 @@ class ObserverGroup(LoopObserver):
     def on_run_start(self, config: Mapping[str, Any]) -> None:
         for observer in self.observers:
             observer.on_run_start(config)
+
+    def on_plan(self, plan: Any) -> None:
+        for observer in self.observers:
+            observer.on_plan(plan)
 
     def on_iteration_start(self, epoch: int, iteration: int, batch_size: int) -> None:
         for observer in self.observers:
