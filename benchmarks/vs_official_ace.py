@@ -317,7 +317,7 @@ def run_combee(
         },
         "reduce_levels": [m.get("reduce_levels") for m in metrics],
         "playbook_bullets": final.get("playbook_bullets"),
-        "near_duplicates": final.get("near_duplicates"),
+        "near_duplicates": final.get("near_duplicates_total"),
         "process_s": process_s,
         "load_before": load_before,
         "load_after": load_average(),

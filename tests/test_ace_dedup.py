@@ -152,7 +152,7 @@ def test_a_run_with_dedup_counts_folded_lessons_in_its_metrics(tmp_path: Path) -
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
     assert len(rows) == 2 and all(isinstance(row["near_duplicates"], int) for row in rows)
     totals = json.loads((tmp_path / "run" / "final_results.json").read_text())
-    assert totals["near_duplicates"] == sum(row["near_duplicates"] for row in rows)
+    assert totals["near_duplicates_total"] == sum(row["near_duplicates"] for row in rows)
     assert result.summary["playbook_bullets"] >= 1
 
 

@@ -322,16 +322,18 @@ async def test_dropped_and_repaired_lessons_reach_the_learners_figures() -> None
     learner = AceLearner(method)
     playbook = method.apply(PLAYBOOK, await method.merge(PLAYBOOK, [local, other]))
     assert playbook.get("oth-00002") is not None  # the unknown section's lesson, under Other
-    stats = learner.stats(playbook)
+    stats = learner.iteration_stats(playbook)
     assert stats["lessons_dropped"] == {"duplicate": 1, "merge_drop": 1, "not_an_object": 2}
     assert stats["lessons_repaired"] == {"bullet_id_format": 1, "unknown_section": 1}
     assert stats["lessons_combined"] == 0
     assert stats["ops_applied"] == 2 and stats["ops_rejected"] == 1
     method.tally(playbook, [])  # the next iteration starts: no figures until it applies
-    assert "lessons_dropped" not in learner.stats(playbook)
-    assert learner.results()["lessons_dropped"] == stats["lessons_dropped"]
+    assert "lessons_dropped" not in learner.iteration_stats(playbook)
+    assert learner.results()["lessons_dropped_total"] == stats["lessons_dropped"]
     method.apply(playbook, AceUpdate([{"type": "DELETE", "bullet_id": "zzz"}]))
-    assert learner.results()["lessons_dropped"] == {
+    totals = learner.results()
+    assert totals["ops_applied_total"] == 2 and totals["ops_rejected_total"] == 2
+    assert totals["lessons_dropped_total"] == {
         "duplicate": 1,
         "merge_drop": 1,
         "not_an_object": 2,

@@ -111,7 +111,7 @@ def test_planted_instructions_never_reach_a_lesson(tmp_path: Path) -> None:
     assert shown  # the planted text reached the reflector (in the tool outputs) ...
     assert summary["planted_shown"] == 8
     assert summary["planted_in_lessons"] == 0  # ... and no lesson
-    assert summary["screened_out"]["copied-from-data"] >= 1
+    assert summary["screened_out_total"]["copied-from-data"] >= 1
     assert not any(PLANTED in prompt for prompt in curator_prompts)
     assert PLANTED not in (tmp_path / "run" / "playbook.txt").read_text()
     # The scripted agent follows the user's task, not the planted one.

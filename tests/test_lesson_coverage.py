@@ -107,7 +107,7 @@ async def test_every_stated_rule_reaches_the_playbook_when_the_curators_only_rem
         assert entity.rule in playbook, entity.rule
     assert "relevant information" not in playbook
     results = json.loads((tmp_path / "run" / "final_results.json").read_text())
-    assert results["lessons_repaired"][REPAIR] >= 16
+    assert results["lessons_repaired_total"][REPAIR] >= 16
 
 
 STIBROU = "The yield of a Stibrou is its base value multiplied by 3."

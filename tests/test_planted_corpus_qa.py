@@ -72,7 +72,7 @@ def test_no_phrasing_in_a_question_or_context_becomes_a_lesson(
     result = runs["screened"]
     playbook = normal(result.text)
     assert [p for p in PHRASINGS if marker(p) in playbook] == []
-    screened = result.summary["screened_out"]
+    screened = result.summary["screened_out_total"]
     # Kept out by the screen, or left out as remarks on the playbook before it (see
     # test_planted_corpus); the clean samples' lessons all pass.
     remarks = result.summary["lesson_sources"].get("dropped", 0)

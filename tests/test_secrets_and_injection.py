@@ -74,7 +74,7 @@ async def test_neither_a_secret_nor_a_planted_instruction_reaches_the_playbook(
     assert "Sharpe ratio" in result.text  # the ordinary lessons were learned
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert rows[0]["screened_out"] == {"override": 1}
-    assert result.summary["screened_out"] == {"override": 1}
+    assert result.summary["screened_out_total"] == {"override": 1}
 
 
 async def test_both_guards_can_be_turned_off(tmp_path: Path) -> None:

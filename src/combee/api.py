@@ -284,7 +284,8 @@ async def _run(
             out,
             usage=client.usage,
             render=learner.render,
-            stats=learner.stats,
+            # per iteration, a method may add what its update did to the context's size
+            stats=getattr(learner, "iteration_stats", learner.stats),
             inner=watchers,
             dump=dump,
             run_id=client.origin,

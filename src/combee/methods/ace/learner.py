@@ -60,10 +60,11 @@ class AceLearner(LoopLearner[Playbook]):
         return playbook.with_bullets(playbook.bullets, next_id=int(data["next_id"]))
 
     def _playbook_stats(self, playbook: Playbook) -> Mapping[str, Any]:
-        stats: dict[str, Any] = {
-            "playbook_bullets": len(playbook),
-            "playbook_tokens": playbook.token_count(),
-        }
+        return {"playbook_bullets": len(playbook), "playbook_tokens": playbook.token_count()}
+
+    def iteration_stats(self, playbook: Playbook) -> Mapping[str, Any]:
+        """The playbook's size and what the iteration's update did, for ``metrics.jsonl``."""
+        stats = dict(self.stats(playbook))
         applied = self.ace.last_apply
         if applied is not None:
             stats["ops_applied"] = len(applied.applied)
@@ -76,7 +77,9 @@ class AceLearner(LoopLearner[Playbook]):
         return stats
 
     def results(self) -> Mapping[str, Any]:
-        """The whole run's lessons dropped (by reason), repaired (by defect) and combined."""
+        """The whole run's counts, named ``*_total`` where ``metrics.jsonl`` holds the same
+        count for one iteration: operations applied, rejected, bullets evicted, lessons dropped
+        (by reason), repaired (by defect), combined, folded and screened out."""
         counts = self.ace.lessons
         planted = (
             {"planted_shown": counts.planted_shown, "planted_in_lessons": counts.planted_in_lessons}
@@ -85,11 +88,14 @@ class AceLearner(LoopLearner[Playbook]):
         )
         return {
             **planted,
-            "lessons_dropped": dict(sorted(counts.dropped.items())),
-            "lessons_repaired": dict(sorted(counts.repaired.items())),
-            "lessons_combined": counts.combined,
-            "near_duplicates": counts.near_duplicates,
-            "screened_out": dict(sorted(counts.screened.items())),
+            "ops_applied_total": counts.applied,
+            "ops_rejected_total": counts.rejected,
+            "bullets_evicted_total": counts.evicted,
+            "lessons_dropped_total": dict(sorted(counts.dropped.items())),
+            "lessons_repaired_total": dict(sorted(counts.repaired.items())),
+            "lessons_combined_total": counts.combined,
+            "near_duplicates_total": counts.near_duplicates,
+            "screened_out_total": dict(sorted(counts.screened.items())),
             "lesson_sources": dict(sorted(counts.sources.items())),
         }
 

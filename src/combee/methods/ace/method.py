@@ -324,6 +324,9 @@ class LessonCounts:
     """Running totals of what :meth:`AceMethod.apply` reported."""
 
     def __init__(self) -> None:
+        self.applied = 0
+        self.rejected = 0
+        self.evicted = 0
         self.dropped: Counter[str] = Counter()
         self.repaired: Counter[str] = Counter()
         self.combined = 0
@@ -339,6 +342,9 @@ class LessonCounts:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "applied": self.applied,
+            "rejected": self.rejected,
+            "evicted": self.evicted,
             "planted_shown": self.planted_shown,
             "planted_in_lessons": self.planted_in_lessons,
             "dropped": dict(self.dropped),
@@ -350,6 +356,9 @@ class LessonCounts:
         }
 
     def load(self, data: dict[str, Any]) -> None:
+        self.applied = int(data.get("applied", 0))  # absent from older checkpoints
+        self.rejected = int(data.get("rejected", 0))
+        self.evicted = int(data.get("evicted", 0))
         self.dropped = Counter(data["dropped"])
         self.repaired = Counter(data["repaired"])
         self.combined = int(data["combined"])
@@ -360,6 +369,9 @@ class LessonCounts:
         self.sources = Counter(data.get("lesson_sources", {}))
 
     def add(self, result: ApplyResult) -> None:
+        self.applied += len(result.applied)
+        self.rejected += len(result.rejected)
+        self.evicted += len(result.evicted)
         self.dropped.update(result.dropped)
         self.repaired.update(result.repaired)
         self.combined += result.combined
