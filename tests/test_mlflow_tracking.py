@@ -100,7 +100,7 @@ def _runs(uri: str, experiment: str) -> list[Any]:
 
 
 def test_a_tracked_train_run_is_an_mlflow_run(tracking_uri: str, tmp_path: Path) -> None:
-    out = tmp_path / "run"
+    out = tmp_path / "formula-b2"
     with serve_in_thread(ace_responder) as server:
         result = run_combee(
             "train", "--task", "formula", "--strategy", "combee", "--batch-size", "2",
@@ -113,6 +113,7 @@ def test_a_tracked_train_run_is_an_mlflow_run(tracking_uri: str, tmp_path: Path)
     saved = json.loads((out / "mlflow_run.json").read_text(encoding="utf-8"))
     assert saved["run_id"] == run.info.run_id
     assert run.info.status == "FINISHED"
+    assert run.info.run_name == "formula-b2"  # named after the run, not at random
     params = run.data.params
     assert params["task"] == "formula" and params["strategy"] == "combee"
     assert params["batch_size"] == "2" and params["endpoint.model"] == "sim"
@@ -125,7 +126,16 @@ def test_a_tracked_train_run_is_an_mlflow_run(tracking_uri: str, tmp_path: Path)
     assert [m.step for m in sorted(calls, key=lambda m: m.step)] == [1, 2, 3]
     assert len(client.get_metric_history(run.info.run_id, "val_accuracy")) == 1
     final = json.loads((out / "final_results.json").read_text(encoding="utf-8"))
-    assert run.data.metrics["iterations"] == final["iterations"] == 3
+    assert run.data.metrics["final.iterations"] == final["iterations"] == 3
+    assert run.data.metrics["final.test_accuracy"] == final["test_accuracy"]
+    # The totals are final.* figures: no per-iteration series gets a last point that is a total.
+    assert "iterations" not in run.data.metrics and "test_accuracy" not in run.data.metrics
+    for key in ("playbook_bullets", "ops_applied"):
+        history = client.get_metric_history(run.info.run_id, key)
+        assert sorted(m.step for m in history) == [1, 2, 3], key
+    applied = client.get_metric_history(run.info.run_id, "ops_applied")
+    assert run.data.metrics["final.ops_applied_total"] == sum(m.value for m in applied)
+    assert final["ops_applied_total"] == sum(m.value for m in applied)
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"playbook.txt", "config.json", "final_results.json", "contexts"} <= artifacts
     versions = {a.path for a in client.list_artifacts(run.info.run_id, "contexts")}
@@ -159,12 +169,22 @@ def test_a_resumed_run_continues_its_mlflow_run(tracking_uri: str, tmp_path: Pat
     assert resumed.returncode == 0, resumed.stderr
     (run,) = _runs(tracking_uri, "resumed")  # the same run, not a second one
     assert run.info.run_id == stopped.info.run_id
+    assert run.info.run_name == out.name
     assert run.info.status == "FINISHED"
     assert run.data.tags["combee.resumed_after"] == "1"
     history = MlflowClient(tracking_uri=tracking_uri).get_metric_history(
         run.info.run_id, "batch_size"
     )
     assert sorted(m.step for m in history) == [1, 2, 3]
+
+
+def test_a_run_without_a_folder_is_named_by_its_method_task_and_strategy() -> None:
+    from combee.runs.tracking import run_name_of
+
+    config = {"method": "ace", "task": "formula", "strategy": "combee", "batch_size": 2}
+    assert run_name_of(config, None) == "ace-formula-combee"
+    assert run_name_of(config, Path("runs/formula-b40")) == "formula-b40"
+    assert run_name_of({}, None) == "combee"
 
 
 def _agent_traces(uri: str, experiment: str, base_url: str) -> list[str]:

@@ -2,9 +2,11 @@
 
 On run start it opens an MLflow run (a resumed run continues the MLflow run its folder names in
 ``mlflow_run.json``) and logs the run's settings as params, as ``config.json`` holds them (never
-a key); each iteration's metrics row with ``step`` = the iteration, and that iteration's context
-version as an artifact; at the end the final results as metrics and the run's files (the final
-playbook, ``config.json``, ``metrics.jsonl``, ``final_results.json``) as artifacts.
+a key), named after the run (its folder's name, else its method, task and strategy); each
+iteration's metrics row with ``step`` = the iteration, and that iteration's context version as an
+artifact; at the end the final results as metrics under ``final.`` (so that a whole run's total
+never shows as one iteration's figure) and the run's files (the final playbook, ``config.json``,
+``metrics.jsonl``, ``final_results.json``) as artifacts.
 
 Tracking never stops or stalls a run: a tracking URI MLflow cannot open is a ConfigError before
 anything is written; once the run has started, a server that stops answering costs the tracking
@@ -41,6 +43,8 @@ INSTALL_HINT = "pip install 'combee[mlflow]'"
 MAX_PARAM_LENGTH = 6000
 """MLflow's longest param value; longer values are cut."""
 _SECRET_NAMES = ("api_key", "key", "secret", "password", "token")
+FINAL_PREFIX = "final."
+"""The final results' metrics are named ``final.<key>``: ``final.test_accuracy``."""
 HTTP_DEFAULTS = {
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
@@ -116,19 +120,28 @@ def params_of(config: Mapping[str, Any]) -> dict[str, str]:
     return params
 
 
-def numeric_metrics(row: Mapping[str, Any]) -> dict[str, float]:
-    """Every number in a (nested) row, by dotted name; flags count as 0 or 1."""
+def numeric_metrics(row: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
+    """Every number in a (nested) row, by dotted name after ``prefix``; flags count as 0 or 1."""
     found: dict[str, float] = {}
-    for name, value in flat(row):
+    for name, value in flat(row, prefix):
         if isinstance(value, int | float):  # a flag counts as 0 or 1
             found[name] = float(value)
     return found
 
 
+def run_name_of(config: Mapping[str, Any], run_dir: Path | None) -> str:
+    """An MLflow run's name: the run folder's name, else its method, task and strategy."""
+    if run_dir is not None:
+        return run_dir.absolute().name
+    parts = (config.get(key) for key in ("method", "task", "strategy"))
+    return "-".join(str(part) for part in parts if part) or "combee"
+
+
 class MlflowTracker(LoopObserver):
     """Tracks a run in MLflow (see the module). ``run_dir``: the run's folder, where the MLflow
     run id is kept for a resumed run and whose files are logged (None: only params and the
-    iteration metrics the report carries)."""
+    iteration metrics the report carries). ``run_name``: the MLflow run's name (None: see
+    :func:`run_name_of`)."""
 
     def __init__(
         self,
@@ -192,7 +205,8 @@ class MlflowTracker(LoopObserver):
             }
             if self.run_dir is not None:
                 tags["combee.run_dir"] = str(self.run_dir.absolute())
-            run = client.create_run(experiment_id, run_name=self.run_name, tags=tags)
+            name = self.run_name or run_name_of(config, self.run_dir)
+            run = client.create_run(experiment_id, run_name=name, tags=tags)
             self.run_id = run.info.run_id
             from mlflow.entities import Param
 
@@ -234,7 +248,7 @@ class MlflowTracker(LoopObserver):
             return
         with self._or_stop("logging the final results"):
             step = int(summary.get("iterations") or 0)
-            self._log_metrics(numeric_metrics(summary), step=step)
+            self._log_metrics(numeric_metrics(summary, FINAL_PREFIX), step=step)
             if self.run_dir is not None:
                 for path in sorted(self.run_dir.iterdir()):
                     if path.is_file() and (
