@@ -108,6 +108,31 @@ def test_a_rerun_skips_finished_cells_and_calls_no_model(
     assert len(read(out / "report.json")["runs"]) == 4
 
 
+def test_a_rerun_with_other_settings_is_refused_unless_overwrite(
+    grid_run: tuple[Path, str, int], server: RunningServer, tmp_path: Path
+) -> None:
+    out = tmp_path / "grid"
+    shutil.copytree(grid_run[0], out)
+    before = {name: (out / name / "final_results.json").read_bytes() for name in CELLS}
+    server.clear_records()
+    code, output = cli(*grid_args(server, out), "--train-limit", "2")
+    assert code == 1 and "Traceback" not in output
+    assert f"--out ({out}) holds cells finished with other settings" in output
+    assert f"{', '.join(CELLS)}: --train-limit 4 there, 2 now" in output
+    assert "--overwrite" in output
+    assert server.records == []
+    assert {n: (out / n / "final_results.json").read_bytes() for n in CELLS} == before
+    code, output = cli(
+        "compare", "--strategies", "naive", "--batch-sizes", "2", "--task", "formula",
+        "--train-limit", "2", "--val-limit", "0", "--test-limit", "2", "--model", "sim",
+        "--base-url", server.base_url, "--out", str(out), "--no-report", "--overwrite",
+    )  # fmt: skip
+    assert code == 0, output
+    assert "1 trained, 0 skipped, 0 failed" in output
+    assert read(out / "naive-b2-s0" / "config.json")["train_limit"] == 2
+    assert [m["iteration"] for m in metrics(out / "naive-b2-s0")] == [1]
+
+
 def test_a_cell_that_stopped_part_way_is_trained_afresh(
     grid_run: tuple[Path, str, int], server: RunningServer, tmp_path: Path
 ) -> None:
@@ -324,8 +349,20 @@ def test_the_library_function_runs_skips_and_reports(server: RunningServer, tmp_
     assert again.started == []
     assert again.ended == [("sequential-b1-s3", "skipped"), ("combee-b2-s3", "skipped")]
     assert [c.summary for c in rerun.cells] == [c.summary for c in result.cells]
-    changed = compare("formula", **{**settings, "train_limit": 1}, report=False)
-    assert all("train_limit 2 (now 1)" in (c.note or "") for c in changed.cells)
+    with pytest.raises(ConfigError) as changed:
+        compare("formula", **{**settings, "train_limit": 1}, report=False)
+    assert changed.value.setting == "out"
+    assert "sequential-b1-s3, combee-b2-s3: train_limit 2 there, 1 now" in str(changed.value)
+    other_model = {**settings, "llm": combee.llm.Endpoint("sim-2", base_url=server.base_url)}
+    with pytest.raises(ConfigError) as moved:
+        compare("formula", **other_model, report=False)
+    assert 'endpoint.model "sim" there, "sim-2" now' in str(moved.value)
+    assert [c.summary for c in rerun.cells] == [
+        read(tmp_path / c.cell.name / "final_results.json") for c in rerun.cells
+    ]  # refused: nothing was trained or replaced
+    redone = compare("formula", **{**settings, "train_limit": 1}, report=False, overwrite=True)
+    assert [c.status for c in redone.cells] == ["finished", "finished"]
+    assert all(read(c.run_dir / "config.json")["train_limit"] == 1 for c in redone.cells)
 
 
 def test_grids_and_settings_are_checked_before_any_cell(tmp_path: Path) -> None:

@@ -84,6 +84,10 @@ def compare_command(
     out: Annotated[Path, typer.Option(help="One run directory per cell in here.")] = Path(
         "runs/compare"
     ),
+    overwrite: Annotated[
+        bool,
+        typer.Option(help="Train every cell again, finished ones too (their files replaced)."),
+    ] = False,
     report: Annotated[bool, typer.Option(help="Write the report when the grid is done.")] = True,
     title: Annotated[str | None, typer.Option(help="The report's title.")] = None,
     **options: Any,
@@ -114,7 +118,7 @@ def compare_command(
             return await compare_async(
                 settings["task"], strategies=settings["strategies"],
                 batch_sizes=settings["batch_sizes"], seeds=settings["seeds"],
-                out=settings["out"], llm=llm_for, report=report, title=title,
+                out=settings["out"], llm=llm_for, report=report, title=title, overwrite=overwrite,
                 progress=CellProgress(err, progress), observers=[progress], **settings["train"],
             )  # fmt: skip
         finally:

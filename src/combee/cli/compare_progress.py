@@ -43,6 +43,5 @@ def cell_line(result: CellResult) -> str:
         f"{key}={summary[key]}" for key in ("test_accuracy", "train_seconds") if key in summary
     )
     if result.status == "skipped":
-        note = f"; {result.note}" if result.note else ""
-        return f"{name}: skipped (already finished: {figures or 'final_results.json exists'}){note}"
+        return f"{name}: skipped (already finished: {figures or 'final_results.json exists'})"
     return f"{name}: finished in {result.seconds:.1f}s ({figures})"

@@ -3,7 +3,9 @@ then the report over all of them.
 
 Cells run one after another (cells sharing an endpoint at once would distort each other's wall
 times). A cell whose ``final_results.json`` exists is skipped, so a rerun picks up where the last
-one stopped; a cell that fails is reported and the others go on. A strategy that never batches
+one stopped; a finished cell run with other settings than the grid's is refused before any cell
+trains, unless ``overwrite`` (which trains every cell again); a cell that fails is reported and
+the others go on. A strategy that never batches
 (``sequential``) is one cell per seed, at batch size 1, whatever the batch sizes.
 """
 
@@ -25,6 +27,7 @@ from combee.core.loop import LoopObserver
 from combee.errors import CombeeError, ConfigError
 from combee.llm.connect import Endpoint
 from combee.report.build import ReportFiles, write_report
+from combee.report.finished_cells import differences, endpoint_config, grid_config
 from combee.report.runs_index import is_run_dir
 from combee.report.spec import RESERVED, train_settings
 from combee.resolve import LLMArg
@@ -36,16 +39,6 @@ from combee.tasks.base import Task
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
-_CHECKED = (
-    "method",
-    "epochs",
-    "train_limit",
-    "val_limit",
-    "test_limit",
-    "data",
-    "max_metric_calls",
-)
-"""Settings a finished cell's config.json is checked against before it is skipped."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +67,6 @@ class CellResult:
     status: Status
     summary: dict[str, Any] | None = None
     error: str | None = None
-    note: str | None = None
     seconds: float = 0.0
     exception: Exception | None = field(default=None, repr=False, compare=False)
 
@@ -164,6 +156,7 @@ async def compare_async(
     llm: LLMArg | LLMFactory = None,
     report: bool = True,
     title: str | None = None,
+    overwrite: bool = False,
     progress: CompareObserver | None = None,
     observers: Sequence[LoopObserver] = (),
     **settings: Any,
@@ -173,8 +166,12 @@ async def compare_async(
 
     ``settings`` are any other :func:`combee.train` keywords, the same for every cell. ``llm``
     is what ``train`` takes (an :class:`~combee.llm.Endpoint` gets each cell's seed), or a
-    function of ``(cell, run_dir)`` returning one (a response cache per cell, say). Finished
-    cells are skipped; a cell that fails is recorded and the rest go on.
+    function of ``(cell, run_dir)`` returning one (a response cache per cell, say; it is called
+    for finished cells too, to compare their endpoint). Finished cells are skipped; one that was
+    run with other settings (the task, method, a run setting, the start context, the endpoint's
+    model or address) is a ConfigError naming each difference, before any cell trains, unless
+    ``overwrite``: then every cell trains again. A cell that fails is recorded and the rest go
+    on.
     """
     cells = grid(strategies, batch_sizes, seeds)
     allowed = train_settings() | {"record", "executor"}
@@ -184,13 +181,14 @@ async def compare_async(
         if key not in allowed:
             raise ConfigError("is not a combee.train setting", setting=key)
     root = Path(out)
+    if not overwrite:
+        _refuse_other_settings(cells, root, task, llm, settings)
     result = CompareResult(out=root)
     watcher = progress or CompareObserver()
     for index, cell in enumerate(cells, start=1):
         run_dir = root / cell.name
-        if (run_dir / RESULTS_FILE).exists():
+        if (run_dir / RESULTS_FILE).exists() and not overwrite:
             done = CellResult(cell, run_dir, "skipped", summary=_summary(run_dir))
-            done.note = _mismatch(run_dir, task, settings)
         else:
             watcher.on_cell_start(cell, index, len(cells))
             done = await _train_cell(task, cell, run_dir, llm, observers, settings)
@@ -212,12 +210,7 @@ async def _train_cell(
     settings: dict[str, Any],
 ) -> CellResult:
     started = time.perf_counter()
-    if callable(llm) and not hasattr(llm, "complete_json"):
-        the_llm = llm(cell, run_dir)
-    else:
-        the_llm = cast(LLMArg, llm)
-    if isinstance(the_llm, Endpoint):
-        the_llm = dataclasses.replace(the_llm, seed=cell.seed)
+    the_llm = _cell_llm(llm, cell, run_dir)
     record = {**settings.get("record", {}), "compare_cell": cell.name}
     try:
         trained = await train_async(
@@ -240,6 +233,50 @@ async def _train_cell(
     return CellResult(cell, run_dir, "finished", summary=trained.summary, seconds=_since(started))
 
 
+def _cell_llm(llm: LLMArg | LLMFactory, cell: Cell, run_dir: Path) -> LLMArg:
+    if callable(llm) and not hasattr(llm, "complete_json"):
+        the_llm = llm(cell, run_dir)
+    else:
+        the_llm = cast(LLMArg, llm)
+    if isinstance(the_llm, Endpoint):
+        the_llm = dataclasses.replace(the_llm, seed=cell.seed)
+    return the_llm
+
+
+def _refuse_other_settings(
+    cells: Sequence[Cell],
+    root: Path,
+    task: str | Task,
+    llm: LLMArg | LLMFactory,
+    settings: dict[str, Any],
+) -> None:
+    """A ConfigError naming each finished cell whose config.json records other settings than
+    this grid's, and how they differ (a cell whose config.json does not read is not judged)."""
+    wanted = grid_config(task, settings)
+    found: dict[str, list[str]] = {}  # the differences -> the cells that have them
+    for cell in cells:
+        run_dir = root / cell.name
+        if not (run_dir / RESULTS_FILE).exists():
+            continue
+        try:
+            config = read_config(run_dir)
+        except ConfigError:
+            continue
+        endpoint = endpoint_config(_cell_llm(llm, cell, run_dir))
+        differ = differences(config, {**wanted, **endpoint})
+        if differ:
+            found.setdefault("; ".join(differ), []).append(cell.name)
+    if not found:
+        return
+    listed = " | ".join(f"{', '.join(names)}: {differ}" for differ, names in found.items())
+    raise ConfigError(
+        f"({root}) holds cells finished with other settings than this grid's ({listed}): "
+        "pass overwrite=True to train every cell again with these settings, or choose another "
+        "out",
+        setting="out",
+    )
+
+
 def _failed(
     cell: Cell, run_dir: Path, message: str, error: Exception, started: float
 ) -> CellResult:
@@ -258,21 +295,6 @@ def _summary(run_dir: Path) -> dict[str, Any] | None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
     return value if isinstance(value, dict) else None
-
-
-def _mismatch(run_dir: Path, task: str | Task, settings: dict[str, Any]) -> str | None:
-    """How a finished cell's config.json differs from this grid's settings, if it does."""
-    try:
-        config = read_config(run_dir)
-    except ConfigError:
-        return None
-    wanted = {k: settings[k] for k in _CHECKED if k in settings and k in config}
-    if isinstance(task, str) and ":" not in task and "task" in config:
-        wanted["task"] = task
-    differ = [f"{k} {config[k]!r} (now {v!r})" for k, v in wanted.items() if config[k] != v]
-    if not differ:
-        return None
-    return f"finished earlier with other settings: {', '.join(differ)}; remove it to rerun"
 
 
 def _title(task: str | Task, cells: Sequence[Cell]) -> str:
