@@ -146,6 +146,27 @@ def test_a_tracked_train_run_is_an_mlflow_run(tracking_uri: str, tmp_path: Path)
     )
 
 
+def test_each_cell_of_a_tracked_compare_grid_is_an_mlflow_run(
+    tracking_uri: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "grid"
+    with serve_in_thread(ace_responder) as server:
+        result = run_combee(
+            "compare", "--strategies", "naive,combee", "--batch-sizes", "2", "--task", "formula",
+            "--train-limit", "4", "--val-limit", "0", "--test-limit", "1", "--model", "sim",
+            "--base-url", server.base_url, "--out", str(out), "--no-report", "--no-cache",
+            "--track", "mlflow", "--tracking-uri", tracking_uri, "--experiment", "cli-compare",
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    runs = {run.info.run_name: run for run in _runs(tracking_uri, "cli-compare")}
+    assert sorted(runs) == ["combee-b2-s0", "naive-b2-s0"]
+    for name, run in runs.items():
+        saved = json.loads((out / name / "mlflow_run.json").read_text(encoding="utf-8"))
+        assert saved["run_id"] == run.info.run_id and run.info.status == "FINISHED"
+        assert run.data.params["strategy"] == name.split("-")[0]
+        assert run.data.metrics["final.iterations"] == 2
+
+
 class StopAfterOne(LoopObserver):
     def on_checkpoint(self, state: LoopState[object]) -> None:
         raise KeyboardInterrupt  # as a kill would, once iteration 1 is saved

@@ -88,6 +88,9 @@ def compare_command(
         bool,
         typer.Option(help="Train every cell again, finished ones too (their files replaced)."),
     ] = False,
+    track: opt.Track = None,
+    tracking_uri: opt.TrackingUri = None,
+    experiment: opt.Experiment = "combee",
     report: Annotated[bool, typer.Option(help="Write the report when the grid is done.")] = True,
     title: Annotated[str | None, typer.Option(help="The report's title.")] = None,
     **options: Any,
@@ -108,18 +111,24 @@ def compare_command(
     endpoint: dict[str, Any] = settings["endpoint"]
     progress = ConsoleProgress(err)
 
+    def observers_for(cell: Cell, run_dir: Path) -> list[Any]:
+        # Each cell is its own MLflow run, named after the cell.
+        return [progress, *opt.trackers(track, run_dir, tracking_uri, experiment)]
+
     def llm_for(cell: Cell, run_dir: Path) -> Endpoint:
         shared = cache if cache is not None else run_dir / CACHE_FILE
         return Endpoint(**endpoint, cache=None if no_cache else shared, seed=cell.seed)
 
     async def grid() -> CompareResult:
         Endpoint(**endpoint)  # a bad endpoint setting stops the grid before any cell
+        opt.trackers(track, settings["out"], tracking_uri, experiment)  # and a bad --track
         try:
             return await compare_async(
                 settings["task"], strategies=settings["strategies"],
                 batch_sizes=settings["batch_sizes"], seeds=settings["seeds"],
                 out=settings["out"], llm=llm_for, report=report, title=title, overwrite=overwrite,
-                progress=CellProgress(err, progress), observers=[progress], **settings["train"],
+                progress=CellProgress(err, progress), observers=observers_for,
+                **settings["train"],
             )  # fmt: skip
         finally:
             progress.close()

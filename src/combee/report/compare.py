@@ -96,6 +96,7 @@ class CompareObserver:
 
 
 LLMFactory = Callable[[Cell, Path], LLMArg]
+ObserversFactory = Callable[[Cell, Path], Sequence[LoopObserver]]
 
 
 def grid(
@@ -158,7 +159,7 @@ async def compare_async(
     title: str | None = None,
     overwrite: bool = False,
     progress: CompareObserver | None = None,
-    observers: Sequence[LoopObserver] = (),
+    observers: Sequence[LoopObserver] | ObserversFactory = (),
     **settings: Any,
 ) -> CompareResult:
     """Train every cell of strategies × batch sizes × seeds into ``out/<strategy>-b<size>-s<seed>``
@@ -171,7 +172,8 @@ async def compare_async(
     run with other settings (the task, method, a run setting, the start context, the endpoint's
     model or address) is a ConfigError naming each difference, before any cell trains, unless
     ``overwrite``: then every cell trains again. A cell that fails is recorded and the rest go
-    on.
+    on. ``observers`` watch each cell's training loop: the same ones for every cell, or a
+    function of ``(cell, run_dir)`` returning a cell's own (an MLflow tracker per cell, say).
     """
     cells = grid(strategies, batch_sizes, seeds)
     allowed = train_settings() | {"record", "executor"}
@@ -206,7 +208,7 @@ async def _train_cell(
     cell: Cell,
     run_dir: Path,
     llm: LLMArg | LLMFactory,
-    observers: Sequence[LoopObserver],
+    observers: Sequence[LoopObserver] | ObserversFactory,
     settings: dict[str, Any],
 ) -> CellResult:
     started = time.perf_counter()
@@ -222,7 +224,7 @@ async def _train_cell(
             run_dir=run_dir,
             # A cell that stopped part way starts afresh (its response cache, if any, stays).
             overwrite=is_run_dir(run_dir),
-            observers=observers,
+            observers=observers(cell, run_dir) if callable(observers) else observers,
             **{**settings, "record": record},
         )
     except CombeeError as error:
