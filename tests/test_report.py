@@ -194,7 +194,7 @@ def playbooks(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_diff_finds_bullets_only_in_a_only_in_b_and_changed(playbooks: tuple[Path, Path]) -> None:
-    result = diff_playbooks(*playbooks)
+    result = diff_playbooks(*playbooks, by="id")
     assert [b.id for b in result.only_a] == ["mis-00003"]
     assert [b.id for b in result.only_b] == ["chk-00004"]
     assert [(c.id, c.fields) for c in result.changed] == [
@@ -205,8 +205,56 @@ def test_diff_finds_bullets_only_in_a_only_in_b_and_changed(playbooks: tuple[Pat
     assert diff_playbooks(playbooks[0], PLAYBOOK_A).identical
 
 
+def run_with(folder: Path, playbook: Playbook, start: str | None = None) -> Path:
+    """A run directory as train leaves it: config.json (its start playbook), the playbook and
+    a version under contexts/."""
+    (folder / "contexts").mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({"initial_context": start}), encoding="utf-8")
+    (folder / "playbook.txt").write_text(playbook.render(), encoding="utf-8")
+    (folder / "contexts" / "iter_0001.txt").write_text(playbook.render(), encoding="utf-8")
+    return folder / "playbook.txt"
+
+
+OTHER_RUN = Playbook(
+    bullets=(
+        Bullet("fml-00002", "formulas", "Convert percentages to decimals first."),  # A's id
+        Bullet("str-00007", "strategies", "Read the question twice.", helpful=1),  # A's lesson
+    ),
+    next_id=8,
+)
+
+
+def test_two_runs_are_diffed_by_content_not_by_an_id_both_gave(tmp_path: Path) -> None:
+    a = run_with(tmp_path / "a", PLAYBOOK_A)
+    b = run_with(tmp_path / "b", OTHER_RUN)
+    result = diff_playbooks(a, b)
+    assert result.paired_by == "content"
+    assert result.changed == [] and result.same == 1  # the same lesson under another id
+    assert "fml-00002" in [x.id for x in result.only_a]  # never paired with B's fml-00002
+    assert [x.id for x in result.only_b] == ["fml-00002"]
+    by_id = diff_playbooks(a, b, by="id")
+    assert [c.id for c in by_id.changed] == ["fml-00002"]  # what pairing by id would claim
+    code, output = cli("diff", str(a), str(b))
+    assert code == 0, output
+    assert "bullets paired by content (nothing says the two number their bullets alike)" in output
+    assert "3 only in A, 1 only in B, 0 changed, 1 the same" in output
+    code, output = cli("diff", str(a), str(b), "--by", "name")
+    assert code == 1 and "--by must be one of id, content (got 'name')" in output
+
+
+def test_playbooks_of_one_run_or_of_its_start_are_diffed_by_id(tmp_path: Path) -> None:
+    a = run_with(tmp_path / "a", PLAYBOOK_A)
+    same_run = diff_playbooks(a, tmp_path / "a" / "contexts" / "iter_0001.txt")
+    assert same_run.paired_by == "id" and "both are playbooks of the run" in same_run.why
+    b = run_with(tmp_path / "b", PLAYBOOK_B, start=str(a))  # B started from A's playbook
+    result = diff_playbooks(a, b)
+    assert result.paired_by == "id" and result.why.endswith(f"started from {a.resolve()}")
+    assert [c.id for c in result.changed] == ["str-00001", "fml-00002"]
+    assert diff_playbooks(b, a).paired_by == "id"  # either way round
+
+
 def test_the_diff_command_prints_each_kind(playbooks: tuple[Path, Path]) -> None:
-    result = CliRunner().invoke(app, ["diff", str(playbooks[0]), str(playbooks[1])])
+    result = CliRunner().invoke(app, ["diff", str(playbooks[0]), str(playbooks[1]), "--by", "id"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert "1 only in A, 1 only in B, 2 changed, 1 the same" in lines
@@ -215,8 +263,11 @@ def test_the_diff_command_prints_each_kind(playbooks: tuple[Path, Path]) -> None
     assert "~ [str-00001] helpful, harmful" in lines
     assert "  A [fml-00002] helpful=0 harmful=0 :: Margin = profit / revenue." in lines
     assert "  B [fml-00002] helpful=0 harmful=0 :: Margin = net profit / revenue." in lines
-    as_json = CliRunner().invoke(app, ["diff", str(playbooks[0]), str(playbooks[1]), "--json"])
+    as_json = CliRunner().invoke(
+        app, ["diff", str(playbooks[0]), str(playbooks[1]), "--json", "--by", "id"]
+    )
     data = json.loads(as_json.output)
+    assert (data["paired_by"], data["why"]) == ("id", "as asked")
     assert [c["id"] for c in data["changed"]] == ["str-00001", "fml-00002"]
     assert data["only_b"][0]["content"] == "Check the units."
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 
 import typer
 from rich import box
@@ -17,7 +17,7 @@ from combee.cli.app import app, fail
 from combee.cli.flags import cli_message, flag
 from combee.errors import CombeeError, ConfigError
 from combee.report import COLUMNS, ReportFiles, diff_playbooks, write_report
-from combee.report.diff import PlaybookDiff
+from combee.report.diff import Pairing, PlaybookDiff
 from combee.report.table import MISSING, shown
 
 T = TypeVar("T")
@@ -99,6 +99,7 @@ def diff_lines(result: PlaybookDiff, a: Path, b: Path) -> list[str]:
     ``~`` changed bullets with both versions."""
     lines = [
         f"A {a}: {len(result.a)} bullets; B {b}: {len(result.b)} bullets",
+        f"bullets paired by {result.paired_by} ({result.why})",
         f"{len(result.only_a)} only in A, {len(result.only_b)} only in B, "
         f"{len(result.changed)} changed, {result.same} the same",
     ]
@@ -123,10 +124,19 @@ def diff_lines(result: PlaybookDiff, a: Path, b: Path) -> list[str]:
 def diff_command(
     playbook_a: Annotated[Path, typer.Argument(help="A playbook.txt.", show_default=False)],
     playbook_b: Annotated[Path, typer.Argument(help="Another playbook.txt.", show_default=False)],
+    by: Annotated[
+        str | None,
+        typer.Option(
+            help="Pair bullets by id or by content (default: by id when both files are "
+            "playbooks of one run, or of a run and the playbook it started from; else by "
+            "content, since two runs give one id to unrelated lessons)."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the diff as JSON.")] = False,
 ) -> None:
-    """Bullets only in A, only in B, and changed (same id, other content or counters)."""
-    result = guarded(lambda: diff_playbooks(playbook_a, playbook_b))
+    """Bullets only in A, only in B, and changed (the same lesson, other content or counters)."""
+    pairing = cast("Pairing | None", by)  # the library checks the word
+    result = guarded(lambda: diff_playbooks(playbook_a, playbook_b, by=pairing))
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
