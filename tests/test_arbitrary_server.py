@@ -90,11 +90,16 @@ async def test_learn_and_offline_eval_finish_on_tau_traces(
             run_dir=tmp_path / "learn",
         )  # fmt: skip
         settings = learned_run_settings(tmp_path / "learn")
-        evaluation = await combee.evaluate_next_actions_async(
-            llm=llm, points_per_task=2, out=tmp_path / "eval", **settings
+        server.clear_records()
+        evaluation = await combee.evaluate_next_actions_async(  # on the run's own endpoint
+            points_per_task=2, out=tmp_path / "eval", **settings
         )
     finally:
         await llm.aclose()
+    endpoint = settings["llm"]
+    assert (endpoint.model, endpoint.base_url, endpoint.max_retries) == ("sim", server.base_url, 0)
+    assert "api_key" not in vars(endpoint) and endpoint.cache is None
+    assert len(server.records) == 2 * len(evaluation.points)
     combee.methods.ace.Playbook.parse(learned.text)
     config = json.loads((tmp_path / "learn" / "config.json").read_text())
     assert len(settings["tasks"]) == 3 and settings["tasks"] == config["held_out_tasks"]

@@ -152,13 +152,22 @@ def test_eval_traces_reads_a_learn_run_and_names_what_is_missing(
     )  # fmt: skip
     assert learned.returncode == 0, learned.stderr
     held = json.loads((run / "config.json").read_text())["held_out_tasks"]
-    result = run_combee(
-        "eval-traces", "--run", str(run), "--points", "1", "--model", "sim",
-        "--base-url", server.base_url,
-    )  # fmt: skip
+    server.clear_records()
+    # No endpoint flag: the run's endpoint (its model and address), not the embedded model.
+    result = run_combee("eval-traces", "--run", str(run), "--points", "1")
     assert result.returncode == 0, result.stderr
     summary = json.loads((run / "next_action" / "next_action.json").read_text())
     assert summary["tasks"] == sorted(held) and summary["n_points"] <= 3
+    models = {record.body.get("model") for record in server.records}
+    assert models == {"sim"} and len(server.records) == 2 * summary["n_points"]
+    # An endpoint flag given here replaces the run's field, and only that one.
+    server.clear_records()
+    renamed = run_combee(
+        "eval-traces", "--run", str(run), "--points", "1", "--model", "sim-2",
+        "--out", str(tmp_path / "renamed"),
+    )  # fmt: skip
+    assert renamed.returncode == 0, renamed.stderr
+    assert {record.body.get("model") for record in server.records} == {"sim-2"}
 
     bare = tmp_path / "bare"
     bare.mkdir()

@@ -215,8 +215,12 @@ def evaluate_next_actions(
 
 
 def learned_run_settings(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
-    """The traces, format, held-out tasks and playbook of a ``combee learn`` run directory,
-    as settings of :func:`evaluate_next_actions_async`."""
+    """The traces, format, held-out tasks, playbook and endpoint (``llm``: its model, address
+    and the other fields ``config.json`` recorded; never a key, which is read from the
+    environment as the run read it) of a ``combee learn`` run directory, as settings of
+    :func:`evaluate_next_actions_async`."""
+    from combee.resume import saved_endpoint  # the run engine; not for the command's help
+
     folder = Path(run_dir)
     config_path = folder / CONFIG_FILE
     config = read_config(folder, setting="run")
@@ -235,6 +239,7 @@ def learned_run_settings(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         "format": config.get("trace_format", "auto"),
         "tasks": [str(t) for t in held],
         "playbook": playbook,
+        "llm": saved_endpoint(folder, cache=None),  # the run's cache holds other prompts
     }
 
 

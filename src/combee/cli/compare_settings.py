@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 
+from combee.cli.options import ENDPOINT_OPTIONS, endpoint_field, on_command_line
 from combee.report.spec import GridSpec
 
 TRAIN_FLAGS = {
@@ -32,19 +33,10 @@ TRAIN_FLAGS = {
 }
 """Flags that set a ``combee.train`` keyword (flag parameter -> keyword)."""
 ENDPOINT_FLAGS = {
-    "model": "model",
-    "base_url": "base_url",
-    "api_key_env": "api_key_env",
-    "json_mode": "json_mode",
-    "client": "client",
-    "concurrency": "concurrency",
-    "timeout": "timeout_s",
-    "max_retries": "max_retries",
-    "redact": "redact",
-    "max_failures_in_a_row": "max_failures_in_a_row",
-    "context_window": "context_window",
+    name: endpoint_field(name) for name in ENDPOINT_OPTIONS if endpoint_field(name) != "prices"
 }
-"""Flags that set an :class:`Endpoint` field (flag parameter -> field)."""
+"""Flags that set an :class:`Endpoint` field by themselves (flag parameter -> field); the two
+prices make one field."""
 
 
 def _csv(text: str) -> list[str]:
@@ -64,8 +56,7 @@ def merged(ctx: typer.Context, flags: dict[str, Any], spec: GridSpec | None) -> 
     the flag's default (or its environment variable)."""
 
     def given(name: str) -> bool:
-        source = ctx.get_parameter_source(name)
-        return source is not None and source.name == "COMMANDLINE"
+        return on_command_line(ctx, name)
 
     spec = spec or GridSpec(path=Path())
     grid_values: dict[str, Any] = {

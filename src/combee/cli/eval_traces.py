@@ -23,9 +23,14 @@ if TYPE_CHECKING:
 @app.command("eval-traces")
 @opt.with_endpoint_options()
 def eval_traces_command(
+    ctx: typer.Context,
     run_dir: Annotated[
         Path | None,
-        typer.Option("--run", help="A `combee learn` run: its traces, held-out tasks, playbook."),
+        typer.Option(
+            "--run",
+            help="A `combee learn` run: its traces, held-out tasks, playbook and endpoint "
+            "(endpoint flags given here replace the run's).",
+        ),
     ] = None,
     traces: Annotated[
         list[Path] | None, typer.Option("--traces", help="Trace files or folders (repeatable).")
@@ -64,7 +69,11 @@ def eval_traces_command(
 
     async def evaluate() -> NextActionResult:
         settings = _settings(run_dir, traces, playbook, tasks, format, limit_tasks)
-        llm = opt.endpoint_of(options, cache=cache, seed=seed)
+        saved = settings.pop("llm", None)  # the run's endpoint
+        if saved is None:
+            llm = opt.endpoint_of(options, cache=cache, seed=seed)
+        else:
+            llm = opt.endpoint_over(ctx, saved, options, cache=cache, seed=seed)
         return await evaluate_next_actions_async(
             llm=llm, points_per_task=points, transcript_tokens=transcript_tokens,
             max_tokens=max_tokens, out=target, on_point=progress, seed=seed, **settings,

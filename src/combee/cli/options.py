@@ -131,6 +131,18 @@ ENDPOINT_OPTIONS: dict[str, tuple[Any, Any]] = {
 }
 """The endpoint's flags, once for every command that talks to a model: each flag's type and
 help, and its default (the :class:`Endpoint` field's)."""
+_FIELD_OF_FLAG = {"timeout": "timeout_s", "price_prompt": "prices", "price_completion": "prices"}
+
+
+def endpoint_field(flag: str) -> str:
+    """The :class:`Endpoint` field an endpoint flag (``ENDPOINT_OPTIONS``) sets."""
+    return _FIELD_OF_FLAG.get(flag, flag)
+
+
+def on_command_line(ctx: typer.Context, name: str) -> bool:
+    """Whether the flag ``name`` was given on the command line (not its default or variable)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
 
 
 def with_endpoint_options(**defaults: Any) -> Callable[[F], F]:
@@ -153,6 +165,18 @@ def endpoint_of(options: dict[str, Any], *, cache: Path | None, seed: int) -> En
     """The endpoint the flags in ``options`` describe (taken out of ``options``)."""
     given = {name: options.pop(name) for name in ENDPOINT_OPTIONS}
     return endpoint(**given, cache=cache, seed=seed)
+
+
+def endpoint_over(
+    ctx: typer.Context, saved: Endpoint, options: dict[str, Any], *, cache: Path | None, seed: int
+) -> Endpoint:
+    """``saved`` (the endpoint a run recorded) with each endpoint flag given on the command line
+    in place of its field (the flags are taken out of ``options``)."""
+    flags = endpoint_of(options, cache=cache, seed=seed)
+    given = {endpoint_field(name) for name in ENDPOINT_OPTIONS if on_command_line(ctx, name)}
+    return dataclasses.replace(
+        saved, **{name: getattr(flags, name) for name in given}, cache=cache, seed=seed
+    )
 
 
 def endpoint(
