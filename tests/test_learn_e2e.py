@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import combee
+from combee.errors import ConfigError
 from combee.sim import RunningServer, serve_in_thread
 from combee.sim.ace_script import ace_responder
 from combee.tasks.traces import load_traces
@@ -72,3 +74,27 @@ def test_an_unknown_trace_file_is_named(tmp_path: Path) -> None:
     assert result.returncode != 0
     assert "odd.json" in result.stderr and "in no trace format" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--baseline", None), ("--val-every", "2")])
+def test_settings_that_score_a_split_are_refused_not_ignored(
+    server: RunningServer, tmp_path: Path, flag: str, value: str | None
+) -> None:
+    server.clear_records()
+    out = tmp_path / "run"
+    result = run_combee(
+        "learn", "--traces", "tau-airline", flag, *([value] if value else []),
+        "--model", "sim", "--base-url", server.base_url, "--out", str(out),
+    )  # fmt: skip
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"{flag} does not apply to learning from traces" in result.stderr
+    assert "combee eval-traces --run RUN_DIR" in result.stderr
+    assert server.records == [] and not out.exists()
+    assert flag not in run_combee("learn", "--help").stdout
+
+
+def test_the_library_refuses_them_too() -> None:
+    with pytest.raises(ConfigError) as refused:
+        nowhere = combee.llm.Endpoint("sim", base_url="http://127.0.0.1:9/v1")
+        combee.learn(["tau-airline"], baseline=True, llm=nowhere)
+    assert refused.value.setting == "baseline"

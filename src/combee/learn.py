@@ -13,6 +13,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from combee.api import train_async
+from combee.core.loop_settings import SPLIT_SETTINGS, LoopSettings
+from combee.core.settings import declared
+from combee.errors import ConfigError
 from combee.methods.ace.traces import TRANSCRIPT_TOKENS
 from combee.results import TrainResult
 from combee.runs.tracking import shown_uri
@@ -20,6 +23,12 @@ from combee.sync import run_sync
 from combee.tasks.traces import Trace, TraceTask, read_traces, render_transcript
 
 logger = logging.getLogger(__name__)
+
+_SPLITS_OFF = {
+    item.name: item.default for item in declared(LoopSettings) if item.name in SPLIT_SETTINGS
+}
+"""The settings that score a test or validation split, which traces lack, at their defaults
+(off)."""
 
 
 async def learn_async(
@@ -44,7 +53,8 @@ async def learn_async(
     of the same task with the other outcome. ``transcript_tokens``: the trajectory's share of
     the reflector's prompt; longer traces are cut by a rule that keeps the decisions, the errors
     and the end (see :mod:`combee.tasks.traces.transcript`). Other settings are
-    :func:`combee.train_async`'s (``strategy``, ``batch_size``, ``llm``, ``run_dir``, ...).
+    :func:`combee.train_async`'s (``strategy``, ``batch_size``, ``llm``, ``run_dir``, ...), but
+    ``baseline`` and ``val_every``, a ConfigError: traces have no test or validation split.
     ``mlflow:EXPERIMENT`` in ``traces`` reads that experiment's traces from the MLflow server at
     ``tracking_uri`` (default ``MLFLOW_TRACKING_URI``), those after the ISO time ``since``.
     """
@@ -87,6 +97,14 @@ async def learn_traces_async(
 ) -> TrainResult:
     """Learn an ACE playbook from loaded :class:`combee.tasks.traces.Trace` objects (for
     example a gateway's store; see :func:`learn_async` for the settings)."""
+    for name, off in _SPLITS_OFF.items():
+        if settings.get(name, off) != off:
+            raise ConfigError(
+                f"does not apply to learning from traces (got {settings[name]!r}): they have no "
+                "test or validation samples to score; judge the playbook on held-out tasks with "
+                "combee.evaluate_next_actions (combee eval-traces --run RUN_DIR)",
+                setting=name,
+            )
     task = TraceTask(list(traces), holdout_tasks=holdout_tasks, seed=seed, limit=limit)
     record = {
         **(record or {}),

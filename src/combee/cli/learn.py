@@ -12,7 +12,7 @@ from combee.cli.app import app, err, fail, run
 from combee.cli.setting_options import settings_from_options, with_setting_options
 from combee.cli.train import print_done, resume_run
 from combee.core.batch_settings import AutoBatchSettings
-from combee.core.loop_settings import LoopSettings
+from combee.core.loop_settings import SPLIT_SETTINGS, LoopSettings
 from combee.core.settings import declared
 from combee.methods.ace.settings import AceSettings
 from combee.methods.ace.traces import TRANSCRIPT_TOKENS
@@ -23,16 +23,18 @@ from combee.tasks.traces.formats import FORMATS
 if TYPE_CHECKING:
     from combee.results import TrainResult
 
-LEARN_SETTINGS = [
-    item
-    for group in (LoopSettings, AceSettings, CombeeSettings, TopKSettings, AutoBatchSettings)
-    for item in declared(group)
-]
-"""The run settings a learn run takes (no task data or limits, no GEPA budget), declared in
-their groups as for ``combee train``."""
+_GROUPS = (LoopSettings, AceSettings, CombeeSettings, TopKSettings, AutoBatchSettings)
+_DECLARED = [item for group in _GROUPS for item in declared(group)]
+REFUSED = [item for item in _DECLARED if item.name in SPLIT_SETTINGS]
+"""Train settings that score a test or validation split, which traces lack: ``combee learn``
+takes them only to say so (hidden from its help)."""
+LEARN_SETTINGS = [item for item in _DECLARED if item.name not in SPLIT_SETTINGS]
+"""The run settings a learn run takes (no task data or limits, no GEPA budget, nothing that
+scores a split), declared in their groups as for ``combee train``."""
 
 
 @app.command("learn")
+@with_setting_options(REFUSED, hidden=True)
 @with_setting_options(LEARN_SETTINGS)
 @opt.with_endpoint_options()
 def learn_command(
@@ -95,7 +97,7 @@ def learn_command(
                 holdout_tasks=holdout_tasks, limit=limit, contrast=contrast,
                 transcript_tokens=transcript_tokens, strategy=strategy, batch_size=size,
                 llm=llm, run_dir=out, overwrite=overwrite, observers=[progress, *tracked],
-                **settings_from_options(LEARN_SETTINGS, options),
+                **settings_from_options([*LEARN_SETTINGS, *REFUSED], options),
             )  # fmt: skip
         finally:
             progress.close()

@@ -16,15 +16,16 @@ from combee.errors import ConfigError
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def with_setting_options(items: Sequence[Declared]) -> Callable[[F], F]:
-    """Give ``command`` (which takes ``**options``) one option per item of ``items``."""
+def with_setting_options(items: Sequence[Declared], *, hidden: bool = False) -> Callable[[F], F]:
+    """Give ``command`` (which takes ``**options``) one option per item of ``items``
+    (``hidden``: left out of the help, for settings a command only refuses)."""
     return with_parameters(
         [
             inspect.Parameter(
                 item.name,
                 inspect.Parameter.KEYWORD_ONLY,
                 default=_cli_default(item),
-                annotation=_cli_annotation(item),
+                annotation=_cli_annotation(item, hidden=hidden),
             )
             for item in items
         ]
@@ -93,11 +94,11 @@ def option_help(item: Declared) -> str:
     return owner + help_text
 
 
-def _cli_annotation(item: Declared) -> Any:
+def _cli_annotation(item: Declared, *, hidden: bool = False) -> Any:
     if item.bounds.cli_zero_is_none:
         kind: Any = item.base
     elif item.optional:
         kind = item.base | None
     else:
         kind = item.base
-    return Annotated[kind, typer.Option(help=option_help(item))]
+    return Annotated[kind, typer.Option(help=option_help(item), hidden=hidden)]

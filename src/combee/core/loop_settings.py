@@ -26,3 +26,7 @@ class LoopSettings(SettingsGroup):
     baseline: bool = setting(False, "Also score the starting context on the test samples.")
     temperature: float = setting(0.0, "Sampling temperature of every call.", least=0.0)
     max_tokens: int = setting(DEFAULT_MAX_TOKENS, "Completion tokens per call.", least=1)
+
+
+SPLIT_SETTINGS = ("baseline", "val_every")
+"""Settings that score a task's test or validation split (a task without them refuses them)."""
