@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from combee.errors import ConfigError, EndpointError, InvalidReplyError, LLMCallError
-from combee.llm import LLM, JsonSchema, OpenAIBackend, Prices
+from combee.llm import LLM, JsonSchema, OpenAIBackend, Prices, connect
 from combee.sim import HTTPFault, RunningServer, SimConfig, peak_concurrency, serve_in_thread
 from combee.sim.responders import Responder, echo_responder
 
@@ -394,6 +394,22 @@ def test_remote_endpoint_without_key_is_a_config_error(monkeypatch: pytest.Monke
         OpenAIBackend(
             model="m", base_url="https://llm.example.com/v1", api_key_env="COMBEE_TEST_MISSING_KEY"
         )
+
+
+@pytest.mark.parametrize("client", ["openai", "lean"])
+async def test_a_loopback_openai_base_url_needs_no_key_as_base_url_does(
+    serve: Serve, no_key: None, monkeypatch: pytest.MonkeyPatch, client: str
+) -> None:
+    with serve() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        llm = connect("sim", client=client)  # no base_url: the environment's
+        assert llm.settings["base_url"] == server.base_url
+        await llm.preflight()
+        await llm.aclose()
+        assert len(server.records) == 1  # the call went there, with no key asked for
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://llm.example.com/v1")
+    with pytest.raises(ConfigError, match=r"OPENAI_API_KEY is not set, but https://llm\.example"):
+        connect("sim", client=client)
 
 
 def test_invalid_limits_are_config_errors(no_key: None) -> None:

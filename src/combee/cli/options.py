@@ -30,7 +30,8 @@ BaseUrl = Annotated[
     str | None,
     typer.Option(
         envvar="COMBEE_BASE_URL",
-        help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (default: OpenAI's).",
+        help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (default: OPENAI_BASE_URL, "
+        "else OpenAI's).",
     ),
 ]
 ApiKeyEnv = Annotated[

@@ -177,8 +177,9 @@ def connect(
 ) -> LLM:
     """An LLM client for ``model``.
 
-    ``model`` is a model name at an OpenAI-compatible endpoint (``base_url``; the key is read
-    from the environment variable ``api_key_env``, and a loopback URL needs none), or
+    ``model`` is a model name at an OpenAI-compatible endpoint (``base_url``, else
+    ``OPENAI_BASE_URL`` from the environment, else OpenAI's API; the key is read from the
+    environment variable ``api_key_env``, and a loopback URL needs none), or
     ``local[:qwen2.5-1.5b|smollm2|PATH.gguf]`` for the embedded llama.cpp model. ``client`` picks
     the HTTP client (``openai``: the SDK; ``lean``: the same wire format, less CPU per call).
     ``concurrency`` caps the calls in flight; None (the default) starts at 64 and lets a run widen

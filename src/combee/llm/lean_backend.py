@@ -20,7 +20,7 @@ import aiohttp
 
 from combee.errors import ConfigError
 from combee.llm.guards import oversized_body, reply_byte_limit
-from combee.llm.openai_backend import is_loopback
+from combee.llm.openai_backend import base_url_of, is_loopback
 from combee.llm.redact import basic_auth, without_credentials
 from combee.llm.response_format import ResponseFormats
 from combee.llm.retry import BackendFailure, retry_after_seconds
@@ -56,7 +56,7 @@ class LeanBackend:
         """Tokens the served model reads and writes per call, as the user declared it."""
         self.api_key_env = api_key_env or DEFAULT_KEY_ENV
         self.json_mode: JsonMode = json_mode
-        plain, authorization = basic_auth(base_url)
+        plain, authorization = basic_auth(base_url_of(base_url))
         url = (plain or DEFAULT_BASE_URL).rstrip("/")
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:

@@ -28,6 +28,8 @@ from combee.llm.types import (
 from combee.llm.wire import chat_body, completion_from_body
 
 _LOCAL_PLACEHOLDER_KEY = "no-key-needed"
+BASE_URL_ENV = "OPENAI_BASE_URL"
+"""Where the OpenAI SDK sends calls when no base URL is given; honoured the same way here."""
 
 
 class OpenAIBackend:
@@ -53,7 +55,8 @@ class OpenAIBackend:
         """Tokens the served model reads and writes per call, as the user declared it."""
         self.api_key_env = api_key_env or DEFAULT_KEY_ENV
         self.json_mode: JsonMode = json_mode
-        base_url, authorization = basic_auth(base_url)
+        # Resolved before the key is judged: a loopback OPENAI_BASE_URL needs no key either.
+        base_url, authorization = basic_auth(base_url_of(base_url))
         key = os.environ.get(self.api_key_env)
         if not key:
             if authorization is None and (base_url is None or not is_loopback(base_url)):
@@ -112,6 +115,11 @@ class OpenAIBackend:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def base_url_of(given: str | None) -> str | None:
+    """``given``, else ``OPENAI_BASE_URL`` from the environment, else None (OpenAI's API)."""
+    return given or os.environ.get(BASE_URL_ENV) or None
 
 
 def is_loopback(base_url: str) -> bool:
