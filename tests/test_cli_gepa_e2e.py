@@ -62,6 +62,11 @@ def test_each_proposal_is_four_concurrent_calls_then_one_merge(tmp_path: Path) -
         "gepa_proposal" if "gepa_proposal" in results["llm_calls"] else "proposal"
     ] == 4 * len(merges)
     assert (out / "prompt.txt").read_text().strip()
+    # Each iteration's line and metrics say the reduce calls it made: 4 proposals, 1 merge.
+    metrics = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    reduced = [m["reduce_levels"] for m in metrics if m["reduce_levels"]]
+    assert reduced == [[4, 1]] * len(merges)
+    assert result.stderr.count("reduce calls 4+1") == len(merges)
 
 
 def test_auto_batch_size_profiles_then_runs_gepa_at_the_chosen_size(tmp_path: Path) -> None:
@@ -125,3 +130,4 @@ def test_sequential_is_gepa_as_published_at_batch_one(tmp_path: Path) -> None:
     results = json.loads((out / "final_results.json").read_text())
     assert results["reflection"]["step"] == "gepa stock"
     assert results["reflection"]["proposal_calls"] == len(stock)
+    assert sum(sum(m["reduce_levels"]) for m in metrics) == len(stock)  # a call per proposal

@@ -17,6 +17,7 @@ from typing import Any
 from combee.core.loop import BatchSchedule, IterationReport, LoopObserver
 from combee.core.types import ReduceTrace
 from combee.methods.gepa.sampler import ResizableBatchSampler
+from combee.methods.gepa.usage import Levels
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class IterationClock:
         validation_seconds: Callable[[], float],
         observer: LoopObserver | None = None,
         component: str = "system_prompt",
+        reduce_levels: Callable[[], Levels] = list,
     ) -> None:
         self.sampler = sampler
         self.schedule = schedule
@@ -48,6 +50,8 @@ class IterationClock:
         self.validation_seconds = validation_seconds
         self.observer = observer or LoopObserver()
         self.component = component
+        self.reduce_levels = reduce_levels
+        """The reflection's reduce calls since it was last asked (see ``ReduceLog.take``)."""
         self.timings: list[IterationTiming] = []
         self._started: float | None = None
         self._validation_before = 0.0
@@ -61,6 +65,7 @@ class IterationClock:
         self.sampler.size = self.schedule.next_size(epoch=epoch, remaining=self.train_size)
         self._started = time.perf_counter()
         self._validation_before = self.validation_seconds()
+        self.reduce_levels()  # calls before this iteration are not its own
         self.observer.on_iteration_start(epoch, int(event["iteration"]), self.sampler.size)
 
     def on_iteration_end(self, event: Any) -> None:
@@ -89,7 +94,7 @@ class IterationClock:
             trajectories=[],
             reflections=[],
             failures=[],
-            trace=ReduceTrace(),
+            trace=ReduceTrace(levels=self.reduce_levels()),
             context=str(state.program_candidates[best][self.component]),
             val_accuracy=scores[best] if scores else None,
             extra={

@@ -194,6 +194,7 @@ class GepaLearner:
             train_size=len(train_samples),
             validation_seconds=lambda: adapter.validation_seconds,
             observer=observer,
+            reduce_levels=reflection.reduce_log.take,
         )
         stop = _StopFlag()
         parts: dict[str, object] = {

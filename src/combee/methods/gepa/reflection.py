@@ -33,7 +33,7 @@ from combee.llm.types import ChatModel, JsonSchema, Message
 from combee.methods.gepa import prompts, schemas
 from combee.methods.gepa.records import canonical
 from combee.methods.gepa.runner import LoopRunner
-from combee.methods.gepa.usage import ReflectionUsage, UsageTotals
+from combee.methods.gepa.usage import Levels, ReduceLog, ReflectionUsage, UsageTotals
 from combee.tasks.base import Sample
 
 log = logging.getLogger(__name__)
@@ -124,6 +124,7 @@ class CombeeReflection(UsageTotals):
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.usage = ReflectionUsage()
+        self.reduce_log = ReduceLog()
         self._rng = random.Random(seed)
         self._retry: OrderedDict[str, list[dict[str, _Unit]]] = OrderedDict()
         self._lock = threading.Lock()
@@ -158,6 +159,9 @@ class CombeeReflection(UsageTotals):
         done: list[dict[str, _Unit]] = [self._recall(key) for key in keys]
         units = self._plan(jobs, done)
         outcomes = self.runner.gather([self._reduce(unit) for unit in units])
+        for unit in units:
+            if unit.trace is not None:
+                self.reduce_log.add(_record_levels(unit, unit.trace))
         problems: list[str] = []
         unexpected: BaseException | None = None
         for unit, outcome in zip(units, outcomes, strict=True):
@@ -341,10 +345,7 @@ def _settle(unit: _Unit, proposal: ReflectionProposal) -> None:
     if final is not None:
         proposal.prompts[component] = [dict(m) for m in final.messages]
         proposal.raw_lm_outputs[component] = final.raw
-    levels = [[list(group) for group in level] for level in trace.levels]
-    if levels:
-        # Level 1 indexes the shuffled reflections; report record indices instead.
-        levels[0] = [[unit.order[i] for i in group] for group in levels[0]]
+    levels = _record_levels(unit, trace)
     prefix = f"combee:{component}"
     metadata = proposal.metadata
     metadata[f"{prefix}:n"] = len(unit.records)
@@ -359,6 +360,14 @@ def _settle(unit: _Unit, proposal: ReflectionProposal) -> None:
     metadata[f"{prefix}:merge_calls"] = unit.merge_calls
     metadata[f"{prefix}:summary_calls"] = unit.summary_calls
     metadata[f"{prefix}:failed_calls"] = unit.failed_calls
+
+
+def _record_levels(unit: _Unit, trace: ReduceTrace[str]) -> Levels:
+    """The trace's groups, level 1 by record index (it indexes the shuffled reflections)."""
+    levels = [[list(group) for group in level] for level in trace.levels]
+    if levels:
+        levels[0] = [[unit.order[i] for i in group] for group in levels[0]]
+    return levels
 
 
 def _count(counts: _Unit | ReflectionUsage, role: str) -> None:

@@ -23,7 +23,7 @@ from combee.core.loop_state import rng_state, set_rng_state
 from combee.errors import LLMCallError
 from combee.llm.types import DEFAULT_MAX_TOKENS, Completion, JsonSchema, Message
 from combee.methods.gepa.runner import LoopRunner
-from combee.methods.gepa.usage import ReflectionUsage, UsageTotals
+from combee.methods.gepa.usage import ReduceLog, ReflectionUsage, UsageTotals
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,7 @@ class StockReflectionLM(UsageTotals):
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.usage = ReflectionUsage()
+        self.reduce_log = ReduceLog()
         self._rng = None if seed is None else random.Random(seed)
         self._warned_non_text = False
 
@@ -105,6 +106,7 @@ class StockReflectionLM(UsageTotals):
         return None if self._rng is None else self._rng.getrandbits(_SEED_BITS)
 
     async def _complete(self, messages: list[Message], seed: int | None) -> str:
+        self.reduce_log.add([[[]]])  # one call over the records gepa put in its prompt
         try:
             completion = await self.llm.complete(
                 messages,

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+Levels = list[list[list[int]]]
+"""A reduction's groups, level by level (as :class:`combee.core.types.ReduceTrace` has them)."""
 
 
 @dataclass
@@ -37,3 +42,24 @@ class UsageTotals:
     @property
     def total_tokens_out(self) -> int:
         return self.usage.tokens_out
+
+
+class ReduceLog:
+    """The reflection's reduce calls since the last :meth:`take`, level by level, each a group of
+    the records it read (a stock reflection call is one group whose records gepa chose)."""
+
+    def __init__(self) -> None:
+        self._levels: Levels = []
+        self._lock = threading.Lock()
+
+    def add(self, levels: Sequence[Sequence[list[int]]]) -> None:
+        with self._lock:
+            for depth, level in enumerate(levels):
+                if depth == len(self._levels):
+                    self._levels.append([])
+                self._levels[depth].extend(level)
+
+    def take(self) -> Levels:
+        with self._lock:
+            taken, self._levels = self._levels, []
+        return taken
