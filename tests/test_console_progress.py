@@ -8,8 +8,11 @@ import io
 import pytest
 from rich.console import Console
 
+import combee
 from combee.cli import progress
 from combee.cli.progress import ConsoleProgress
+from combee.sim import serve_in_thread
+from combee.sim.ace_script import ace_responder
 
 
 def test_off_a_terminal_each_sample_gets_a_line_when_they_are_slow(
@@ -36,3 +39,27 @@ def test_fast_samples_are_not_logged_one_by_one() -> None:
         watch.on_sample_done()
     watch.close()
     assert "done" not in out.getvalue()
+
+
+def test_a_validation_counts_its_own_samples_and_training_goes_on_from_where_it_was(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    out = io.StringIO()
+    watch = ConsoleProgress(Console(file=out, force_terminal=False, width=200))
+    monkeypatch.setattr(progress, "LOG_EVERY_S", 0.0)
+    with serve_in_thread(ace_responder) as server:
+        combee.train(
+            "formula", strategy="naive", batch_size=2, train_limit=4, val_limit=3, test_limit=1,
+            val_every=1, llm=combee.llm.Endpoint("sim", base_url=server.base_url),
+            observers=[watch],
+        )  # fmt: skip
+    watch.close()
+    counted = [line.split(" (")[0] for line in out.getvalue().splitlines() if line.endswith("s)")]
+    validate = ["validate: 1/3 done", "validate: 2/3 done", "validate: 3/3 done"]
+    assert counted == [
+        "train: 1/4 done", "train: 2/4 done", *validate,
+        "train: 3/4 done", "train: 4/4 done", *validate,
+        "test: 1/1 done",
+    ]  # fmt: skip
+    assert "validate: accuracy" not in out.getvalue()  # the iteration's line has it
+    assert out.getvalue().count("  val ") == 2

@@ -56,6 +56,8 @@ class ConsoleProgress(LoopObserver):
         self.iteration = 0
         self._label, self._done, self._total = "", 0, 0
         self._started = self._printed = time.monotonic()
+        self._paused: tuple[int, float] | None = None
+        """The training bar's count and start while a validation has its own bar."""
 
     def _start(self, description: str, total: int) -> None:
         self.close()
@@ -147,10 +149,21 @@ class ConsoleProgress(LoopObserver):
         )
 
     def on_evaluation_start(self, label: str, samples: int) -> None:
+        self._paused = (self._done, self._started) if self._training else None
         self._start(label, samples)
+        if self._paused is not None:
+            self._describe()  # "iteration N: validate"
 
     def on_evaluation_end(self, label: str, evaluation: Evaluation, seconds: float) -> None:
         self.close()
+        if self._paused is not None:  # a validation: its accuracy is on the iteration's line
+            (done, started), self._paused = self._paused, None
+            self._start("train", self.total)
+            self._training, self._done, self._started = True, done, started
+            if self._progress is not None and self._task is not None:
+                self._progress.update(self._task, completed=done)
+            self._describe()
+            return
         if not evaluation.samples or not self.evaluation_lines:
             return  # nothing was scored (learning from traces has no test split)
         failures = evaluation.failures

@@ -101,11 +101,16 @@ class LoopOutcome(Generic[C]):
     failures: list[SampleFailure] = field(default_factory=list)
 
 
+VALIDATE = "validate"
+"""The label of the loop's validation, as a phase and as an evaluation."""
+
+
 class LoopObserver:
     """Hooks for progress display and run recording; every hook is optional.
 
-    The training loop calls the iteration hooks; the run engine (:mod:`combee.api`) also calls
-    the run-level ones (evaluations, batch size decisions).
+    The training loop calls the iteration hooks, and the evaluation hooks around each validation
+    (label :data:`VALIDATE`, between an iteration's start and end); the run engine
+    (:mod:`combee.api`) also calls the run-level ones (test evaluations, batch size decisions).
     """
 
     def on_run_start(self, config: Mapping[str, Any]) -> None:
@@ -292,10 +297,15 @@ async def run_loop(
             epoch_done = position >= len(order)
             due = config.val_every > 0 and iteration % config.val_every == 0
             if val_samples and (due or epoch_done):
-                watch.on_phase("validate")
+                watch.on_phase(VALIDATE)
+                # Announced as an evaluation: its samples are counted as its own, not training's.
+                watch.on_evaluation_start(VALIDATE, len(val_samples))
+                validating = time.perf_counter()
                 validation = await evaluate(
-                    method, context, val_samples, score=score, executor=run_on
-                )
+                    method, context, val_samples, score=score, executor=run_on,
+                    on_done=watch.on_sample_done,
+                )  # fmt: skip
+                watch.on_evaluation_end(VALIDATE, validation, time.perf_counter() - validating)
                 report.val_accuracy = validation.accuracy()
                 # A score taken while calls fail says nothing about the context.
                 whole = not validation.failures

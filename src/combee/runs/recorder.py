@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from combee.core.controller import BatchDecision
+from combee.core.evaluate import Evaluation
 from combee.core.loop import IterationReport, LoopObserver
 from combee.core.loop_state import LoopState
 from combee.errors import InvalidStepError
@@ -71,6 +72,12 @@ class RunRecorder(LoopObserver):
 
     def on_phase(self, phase: str) -> None:
         self._inner.on_phase(phase)
+
+    def on_evaluation_start(self, label: str, samples: int) -> None:
+        self._inner.on_evaluation_start(label, samples)
+
+    def on_evaluation_end(self, label: str, evaluation: Evaluation, seconds: float) -> None:
+        self._inner.on_evaluation_end(label, evaluation, seconds)
 
     def on_iteration_end(self, report: IterationReport[Any, Any]) -> None:
         now = dict(self._usage())
