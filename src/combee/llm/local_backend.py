@@ -62,6 +62,9 @@ INSTALL_HINT = (
 class _Llama(Protocol):
     """The part of ``llama_cpp.Llama`` this backend uses."""
 
+    ctx: Any
+    """The llama.cpp context (for its thread count and running counters)."""
+
     def create_chat_completion(self, **kwargs: Any) -> Mapping[str, Any]: ...
 
     def close(self) -> None: ...
@@ -329,7 +332,18 @@ class LocalBackend:
     def _watch(self, llama: _Llama, label: str) -> AbstractContextManager[object]:
         if self._progress_every_s is None:
             return nullcontext()
-        return CallWatch(lambda: int(getattr(llama, "n_tokens", 0)), label, self._progress_every_s)
+        return CallWatch(
+            lambda: self._tokens_done(llama),
+            lambda: int(getattr(llama, "n_tokens", 0)),
+            label,
+            self._progress_every_s,
+        )
+
+    def _tokens_done(self, llama: _Llama) -> int:
+        """Prompt tokens read and reply tokens written since the model was loaded: llama.cpp's
+        running counters (read from the watch's thread while the call runs; two integers)."""
+        data = self._llama_cpp.llama_perf_context(llama.ctx)
+        return int(data.n_p_eval) + int(data.n_eval)
 
     def _arguments(self, request: Request, tool_schema: JsonSchema | None = None) -> dict[str, Any]:
         """llama-cpp-python's arguments; a request with tools or tool messages is written as

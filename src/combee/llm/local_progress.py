@@ -3,9 +3,9 @@
 On a CPU one call of the embedded model can take minutes (a 4,000-token prompt is read at
 tens of tokens per second, a reply written at a few). :class:`CallWatch` logs, every
 ``every_s`` seconds while a call runs, how long it has run and how fast the model is going (the
-tokens in its context, read from llama.cpp as it works), so a slow call shows progress rather
-than silence. :func:`slow_call_advice` is the one warning given when calls take so long that
-the run's settings deserve a second look.
+tokens it has read and written, from llama.cpp's own running counters), so a slow call shows
+progress rather than silence. :func:`slow_call_advice` is the one warning given when calls take
+so long that the run's settings deserve a second look.
 """
 
 from __future__ import annotations
@@ -27,10 +27,23 @@ SLOW_CALL_S = 300.0
 
 class CallWatch:
     """A context manager around one call: a background thread logs its progress every
-    ``every_s`` seconds until the call ends (nothing for a call shorter than that)."""
+    ``every_s`` seconds until the call ends (nothing for a call shorter than that).
 
-    def __init__(self, tokens_now: Callable[[], int], label: str, every_s: float) -> None:
-        self._tokens_now = tokens_now
+    ``tokens_done`` counts the tokens the model has read or written since it was loaded (it
+    only grows); ``in_context`` is how many its context holds now. The context is not a
+    measure of the work: a call starts by cutting it back to the prefix it shares with the
+    last prompt (or a cached state's), so it can hold fewer tokens than before while the model
+    reads the rest."""
+
+    def __init__(
+        self,
+        tokens_done: Callable[[], int],
+        in_context: Callable[[], int],
+        label: str,
+        every_s: float,
+    ) -> None:
+        self._tokens_done = tokens_done
+        self._in_context = in_context
         self._label = label
         self._every_s = every_s
         self._done = threading.Event()
@@ -51,19 +64,17 @@ class CallWatch:
 
     def _report(self) -> None:
         started = time.perf_counter()
-        last = self._tokens_now()
-        gained = 0  # the context shrinks to a cached prefix as a call starts: count only growth
+        first = last = self._tokens_done()
         while not self._done.wait(self._every_s):
-            now = self._tokens_now()
-            step = max(0, now - last)
-            gained += step
-            last = now
+            now = self._tokens_done()
             elapsed = time.perf_counter() - started
             logger.info(
-                "%s: %.0f s so far, %d tokens in the model's context (%d processed, "
-                "%.1f tokens/s; %d in the last %.0f s)",
-                self._label, elapsed, now, gained, gained / elapsed, step, self._every_s,
+                "%s: %.0f s so far, %d tokens read or written (%.1f tokens/s; %d in the last "
+                "%.0f s), %d in the model's context",
+                self._label, elapsed, now - first, (now - first) / elapsed, now - last,
+                self._every_s, self._in_context(),
             )  # fmt: skip
+            last = now
 
 
 def slow_call_advice(
