@@ -96,5 +96,5 @@ def test_the_log_says_once_per_batch_what_was_kept_out_and_why(
     metrics = (result.run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
     screened = [sum(json.loads(row).get("screened_out", {}).values()) for row in metrics]
     assert counts == [n for n in screened if n]  # one line for each batch that kept some out
-    assert sum(counts) == sum(result.summary["screened_out"].values())
+    assert sum(counts) == sum(result.summary["screened_out_total"].values())
     assert log.count("repeat text their sample showed (copied-from-data)") == len(counts)
