@@ -76,3 +76,14 @@ def test_eval_prints_its_result_once() -> None:
     both = result.stdout + result.stderr
     assert both.count("accuracy") == 1
     assert "on 3 test samples" in result.stdout
+
+
+def test_train_help_groups_its_flags_and_shows_no_type_on_switches() -> None:
+    result = run_combee("train", "--help", env={"COLUMNS": "120"})
+    assert result.returncode == 0
+    panels = [line for line in result.stdout.splitlines() if line.startswith("╭─ ")]
+    titles = {line.strip("╭─ ").split(" ─")[0] for line in panels}
+    assert {"Endpoint", "Training", "ACE method", "Strategy combee"} <= titles
+    flags = [line for line in result.stdout.splitlines() if "--help" not in line]
+    assert [line for line in flags if "<bool>" in line] == []
+    assert "--screen" in result.stdout and "--baseline" in result.stdout

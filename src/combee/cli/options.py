@@ -11,7 +11,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from combee.cli.setting_options import with_parameters
+from combee.cli.setting_options import in_panel, with_parameters
 from combee.errors import ConfigError
 from combee.llm.connect import DEFAULT_MODEL, Endpoint
 from combee.llm.guards import MAX_FAILURES_IN_A_ROW
@@ -155,7 +155,7 @@ def with_endpoint_options(**defaults: Any) -> Callable[[F], F]:
                 name,
                 inspect.Parameter.KEYWORD_ONLY,
                 default=defaults.get(name, default),
-                annotation=annotation,
+                annotation=in_panel(annotation, "Endpoint"),
             )
             for name, (annotation, default) in ENDPOINT_OPTIONS.items()
         ]

@@ -3,6 +3,7 @@ declaration: its flag, type, default and help; a setting added there is a flag h
 
 from __future__ import annotations
 
+import copy
 import inspect
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -42,7 +43,7 @@ def with_parameters(added: Sequence[inspect.Parameter]) -> Callable[[F], F]:
         # signature given as __signature__ is read as it is.
         hints = typing.get_type_hints(command, include_extras=True)
         kept = [
-            p.replace(annotation=hints.get(p.name, p.annotation))
+            p.replace(annotation=in_panel(hints.get(p.name, p.annotation)))
             for p in signature.parameters.values()
             if p.kind is not inspect.Parameter.VAR_KEYWORD
         ]
@@ -51,7 +52,7 @@ def with_parameters(added: Sequence[inspect.Parameter]) -> Callable[[F], F]:
             **{
                 k: v for k, v in command.__annotations__.items() if k not in ("settings", "options")
             },
-            **{p.name: p.annotation for p in added},
+            **{p.name: p.annotation for p in (*kept, *added)},
         }
         return command
 
@@ -75,6 +76,34 @@ def settings_from_options(items: Sequence[Declared], values: Mapping[str, Any]) 
             )
         found[item.name] = value
     return found
+
+
+PANELS = {
+    "": "Training",
+    "ace": "ACE method",
+    "gepa": "GEPA method",
+    "combee": "Strategy combee",
+    "topk": "Strategy topk",
+    "auto": "Batch size auto",
+}
+"""The help panel of a declared setting's flag, by the owner of its group."""
+
+
+def in_panel(annotation: Any, panel: str | None = None) -> Any:
+    """``annotation`` (``Annotated[kind, typer.Option(...)]``) shown in the help panel
+    ``panel`` (``None``: where it was), a switch without a ``<bool>`` type beside it; any
+    other annotation as it is."""
+    if typing.get_origin(annotation) is not Annotated:
+        return annotation
+    kind, *extras = typing.get_args(annotation)
+    if len(extras) != 1 or not isinstance(extras[0], typer.models.OptionInfo):
+        return annotation
+    info = copy.copy(extras[0])
+    if panel is not None:
+        info.rich_help_panel = panel
+    if bool in (kind, *typing.get_args(kind)):
+        info.metavar = ""
+    return Annotated[kind, info]
 
 
 def _cli_default(item: Declared) -> Any:
@@ -101,4 +130,5 @@ def _cli_annotation(item: Declared, *, hidden: bool = False) -> Any:
         kind = item.base | None
     else:
         kind = item.base
-    return Annotated[kind, typer.Option(help=option_help(item), hidden=hidden)]
+    option = typer.Option(help=option_help(item), hidden=hidden)
+    return in_panel(Annotated[kind, option], PANELS.get(item.owner, f"Strategy {item.owner}"))
