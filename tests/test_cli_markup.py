@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -87,3 +88,18 @@ def test_train_help_groups_its_flags_and_shows_no_type_on_switches() -> None:
     flags = [line for line in result.stdout.splitlines() if "--help" not in line]
     assert [line for line in flags if "<bool>" in line] == []
     assert "--screen" in result.stdout and "--baseline" in result.stdout
+
+
+def test_a_result_piped_elsewhere_is_printed_wide() -> None:
+    # Rich gives a console that is not a terminal 80 columns, which cuts a run table's headers
+    # ("strategy" to "st…"); a command's result piped to a file is printed 200 wide.
+    import subprocess
+    import sys
+
+    code = "from combee.cli.app import stdout_console; print(stdout_console().width)"
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    piped = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert piped.stdout.strip() == "200"
+    assert Console(file=io.StringIO()).width == 80  # what it would have been

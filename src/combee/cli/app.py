@@ -50,6 +50,13 @@ def _options(
 DEFAULT_MODEL = os.environ.get("COMBEE_MODEL", "local")
 
 
+def stdout_console() -> Console:
+    """The console a command prints its result on: the terminal's width, or, piped to a file or
+    another program, wide enough that a table keeps its headers whole (not Rich's 80 columns)."""
+    console = Console()
+    return console if console.is_terminal else Console(width=200)
+
+
 def fail(message: str) -> typer.Exit:
     """Print one error line; the caller raises the returned exit."""
     err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)

@@ -6,9 +6,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from combee.cli.app import app, fail
+from combee.cli.app import app, fail, stdout_console
 from combee.cli.flags import cli_message
 from combee.core.controller import DEFAULT_MAX_BATCH_SIZE, DEFAULT_TAU
 from combee.errors import CombeeError
@@ -111,6 +110,6 @@ def bench_command(
         out=out,
     )
     try:
-        run_bench(options, Console(width=None if Console().is_terminal else 200))
+        run_bench(options, stdout_console())
     except CombeeError as error:
         raise fail(cli_message(error)) from None

@@ -8,10 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
 from combee.cli import options as opt
-from combee.cli.app import app, err, fail, run
+from combee.cli.app import app, err, fail, run, stdout_console
 from combee.cli.compare_settings import merged
 from combee.cli.report import guarded, print_report
 from combee.cli.setting_options import option_help
@@ -134,7 +133,7 @@ def compare_command(
             progress.close()
 
     result = run(grid())
-    console = Console()
+    console = stdout_console()
     for cell in result.cells:
         console.print(cell_line(cell), highlight=False, markup=False, soft_wrap=True)
     counts = {status: len(result.with_status(status)) for status in ("finished", "skipped")}

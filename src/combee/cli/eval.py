@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
 from combee.cli import options as opt
-from combee.cli.app import app, err, fail, run
+from combee.cli.app import app, err, fail, run, stdout_console
 from combee.llm.types import DEFAULT_MAX_TOKENS
 
 if TYPE_CHECKING:
@@ -64,7 +63,7 @@ def eval_command(
             out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         except OSError as error:
             raise fail(f"--out {out}: cannot write the report: {error.strerror}") from None
-    Console().print(
+    stdout_console().print(
         f"accuracy {result.accuracy:.4f} on {result.evaluation.samples} {split} samples "
         f"({len(result.evaluation.failures)} failed) in {result.seconds:.3f}s",
         highlight=False,

@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
 from combee.cli import options as opt
-from combee.cli.app import app, err, fail, run
+from combee.cli.app import app, err, fail, run, stdout_console
 from combee.offline_eval import (
     TRANSCRIPT_TOKENS,
     evaluate_next_actions_async,
@@ -80,8 +79,8 @@ def eval_traces_command(
         )  # fmt: skip
 
     result = run(evaluate())
-    Console().print(result.markdown(), highlight=False, markup=False)
-    Console().print(f"written to {target}", highlight=False, markup=False)
+    stdout_console().print(result.markdown(), highlight=False, markup=False)
+    stdout_console().print(f"written to {target}", highlight=False, markup=False)
 
 
 def _settings(

@@ -13,7 +13,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from combee.cli.app import app, fail
+from combee.cli.app import app, fail, stdout_console
 from combee.cli.flags import cli_message, flag
 from combee.errors import CombeeError, ConfigError
 from combee.report import COLUMNS, ReportFiles, diff_playbooks, write_report
@@ -91,7 +91,7 @@ def report_command(
 ) -> None:
     """Write report.html (self-contained), report.json and PNG figures from run directories."""
     files = guarded(lambda: write_report(run_dirs, out, title=title))
-    print_report(files, Console())
+    print_report(files, stdout_console())
 
 
 def diff_lines(result: PlaybookDiff, a: Path, b: Path) -> list[str]:

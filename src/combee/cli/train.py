@@ -6,10 +6,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
 from combee.cli import options as opt
-from combee.cli.app import app, err, fail, run
+from combee.cli.app import app, err, fail, run, stdout_console
 from combee.cli.setting_options import settings_from_options, with_setting_options
 from combee.errors import ConfigError
 from combee.runs.layout import CACHE_FILE
@@ -130,7 +129,7 @@ def print_plan(task: str, attack: str | None, *, settings: dict[str, Any], **cho
         return plan(with_attack(task, attack), llm=llm, **chosen, **given)
 
     lines = run(planned()).lines()
-    Console().print("\n".join(lines), highlight=False, markup=False, soft_wrap=True)
+    stdout_console().print("\n".join(lines), highlight=False, markup=False, soft_wrap=True)
 
 
 def print_done(summary: dict[str, Any], out: Path) -> None:
@@ -142,7 +141,7 @@ def print_done(summary: dict[str, Any], out: Path) -> None:
     )
     line = ", ".join(f"{k}={summary[k]}" for k in keys if k in summary)
     lines = [f"done: {line}", *(agent_results(summary) if agent else []), f"run directory: {out}"]
-    Console().print("\n".join(lines), highlight=False, markup=False)
+    stdout_console().print("\n".join(lines), highlight=False, markup=False)
 
 
 def agent_results(summary: dict[str, Any]) -> list[str]:
