@@ -55,6 +55,8 @@ def test_remarks_on_the_playbook_or_the_attempt_are_told_from_lessons() -> None:
         "No bullets cover Gegal tickets.",
         "The model did not show its work.",
         "The attempt ignored the fee.",
+        "Therefore, I cannot provide a valid answer based on the given context.",
+        "I'm unable to compute the ratio.",
     ):
         assert is_remark(remark), remark
     for lesson in (
@@ -62,8 +64,17 @@ def test_remarks_on_the_playbook_or_the_attempt_are_told_from_lessons() -> None:
         "Convert somspans to meters: one somspan is 9 meters.",
         "The answer is given in meters.",
         "Add the fee of 18 to a Gegal ticket's base fare.",
+        "In the annuity formula, I is the periodic interest rate.",
+        "I/O-bound steps are cached.",
     ):
         assert not is_remark(lesson), lesson
+    # A curator's lesson of the embedded model on Formula, cut short by the reply bound: every
+    # sentence of it speaks of the playbook or of the model itself.
+    recorded = (
+        "The playbook is empty and does not provide any information about the formula or the "
+        "context for the question. Therefore, I cannot prov..."
+    )
+    assert without_remarks(recorded) == ""
 
 
 def test_a_lesson_states_the_evidence_when_it_holds_its_numbers_and_names() -> None:

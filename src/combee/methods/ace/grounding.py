@@ -63,7 +63,10 @@ _REMARK = re.compile(
     r"\b(?:playbook|bullets?|cited\s+ids?)\b"
     r"|\bthe\s+model(?:'s)?\s+(?:answer|reasoning|response|output)\b"
     r"|^\W*(?:the\s+|this\s+)?(?:attempt|model|generator|assistant|reasoning)\b"
-    r"(?!\s*(?:is|are)\s+(?:given|written|stated|counted|measured))",
+    r"(?!\s*(?:is|are)\s+(?:given|written|stated|counted|measured))"
+    # the model speaking of itself: "Therefore, I cannot provide a valid answer."
+    r"|^\W*(?:(?:therefore|so|thus|hence|however),?\s+)?I(?:'m|\s+(?:cannot|can't|can\s+not"
+    r"|could\s+not|couldn't|am|was|will|would|do\s+not|don't|did|need|have|had|should))\b",
     re.I,
 )
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
