@@ -68,6 +68,13 @@ class CallWatch:
         while not self._done.wait(self._every_s):
             now = self._tokens_done()
             elapsed = time.perf_counter() - started
+            if now == first:  # llama.cpp counts a batch of the prompt once it is read whole
+                logger.info(
+                    "%s: %.0f s so far, reading the first batch of its prompt (%d tokens in "
+                    "the model's context)",
+                    self._label, elapsed, self._in_context(),
+                )  # fmt: skip
+                continue
             logger.info(
                 "%s: %.0f s so far, %d tokens read or written (%.1f tokens/s; %d in the last "
                 "%.0f s), %d in the model's context",
