@@ -19,7 +19,7 @@ from combee.core.loop_state import (
     rng_state,
     set_rng_state,
 )
-from combee.core.types import Method, ReduceTrace, Reflection, Strategy, Trajectory
+from combee.core.types import Method, ReduceTrace, Reflection, Screens, Strategy, Trajectory
 from combee.errors import ConfigError, RunFailedError
 from combee.tasks.base import Sample, Score
 
@@ -389,9 +389,8 @@ async def _iteration(
     reflections: list[Reflection] = [o.reflection for o in outcomes if o.reflection is not None]
     failures = [o.failure for o in outcomes if o.failure is not None]
     screened: dict[str, int] = {}
-    screen = getattr(method, "screen", None)
-    if callable(screen):  # a method may keep out reflections it must not learn from
-        reflections, screened = screen(reflections)
+    if isinstance(method, Screens):  # a method may keep out reflections it must not learn from
+        reflections, screened = method.screen(reflections)
     context = method.tally(snapshot, reflections)
     watch.on_phase("reduce")
     trace = await strategy.reduce(method, context, reflections)

@@ -89,6 +89,17 @@ class Method(Protocol[C, U]):
         ...
 
 
+@runtime_checkable
+class Screens(Protocol):
+    """An optional capability of a method: keep out, before curation, reflections it must not
+    learn from (ACE: a planted instruction, or a copy of untrusted data). Returns the
+    reflections to curate and how many were kept out, by kind."""
+
+    def screen(
+        self, reflections: Sequence[Reflection]
+    ) -> tuple[list[Reflection], dict[str, int]]: ...
+
+
 C_contra = TypeVar("C_contra", contravariant=True)
 
 
