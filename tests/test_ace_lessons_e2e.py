@@ -84,6 +84,7 @@ async def test_unknown_sections_land_under_the_catch_all_and_are_counted(tmp_pat
     assert row["lessons_dropped"] == {"merge_drop": len(reply["drop"])}
     assert row["lessons_combined"] == 0
     for key in ("lessons_dropped", "lessons_repaired", "lessons_combined"):
-        assert result.summary[f"{key}_total"] == row[key]  # one iteration: its counts are the totals
+        # one iteration: its counts are the run's totals
+        assert result.summary[f"{key}_total"] == row[key]
     log = (out / "run.log").read_text()
     assert log.count(f"section {UNKNOWN!r} is not a section; filed under 'other'") == len(kept)
