@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from combee.core.executor import AsyncioExecutor, Executor
-from combee.core.learner import Learner
+from combee.core.learner import Learner, ReportsIterations
 from combee.core.loop import (
     BatchSchedule,
     LoopConfig,
@@ -284,8 +284,9 @@ async def _run(
             out,
             usage=client.usage,
             render=learner.render,
-            # per iteration, a method may add what its update did to the context's size
-            stats=getattr(learner, "iteration_stats", learner.stats),
+            stats=(
+                learner.iteration_stats if isinstance(learner, ReportsIterations) else learner.stats
+            ),
             inner=watchers,
             dump=dump,
             run_id=client.origin,

@@ -24,6 +24,15 @@ C = TypeVar("C")
 
 
 @runtime_checkable
+class ReportsIterations(Protocol):
+    """An optional capability of a learner: an iteration's figures for ``metrics.jsonl``, the
+    context's size and what the iteration's update did to it (ACE: operations applied,
+    lessons dropped); a learner without it gives :meth:`Learner.stats`."""
+
+    def iteration_stats(self, context: Any) -> Mapping[str, Any]: ...
+
+
+@runtime_checkable
 class Learner(Protocol[C]):
     """A method as the run engine drives it."""
 
