@@ -12,7 +12,10 @@ allowed).
 
     python benchmarks/screen_false_positives.py [--model local] [--base-url URL]
         [--samples 20] [--traces 20] [--data formula,finer,airline]
-        [--json screen_false_positives.json]
+        [--json screen_false_positives.json] [--cache replies.sqlite]
+
+With ``--cache`` the model's replies are kept, so a rerun (or a rerun that judges the same
+lessons by a changed screen) replays them in seconds.
 
 Prints, per data set, how many reflections each check would keep out, with the copied spans.
 """
@@ -57,7 +60,8 @@ def judged(
 async def questions(llm: Any, task_name: str, n: int) -> list[dict[str, Any]]:
     task = get_task(task_name)
     splits = task.load()
-    shared = shared_text(f"{s.question}\n{s.context}" for s in [*splits.train, *splits.val])
+    known = [*splits.train, *splits.val]
+    shared = shared_text((f"{s.question}\n{s.context}" for s in known), (s.answer for s in known))
     samples = list(splits.train)[:n]
     method = AceMethod(llm, task.score)
     rows = []
@@ -85,7 +89,7 @@ async def traces(llm: Any, n: int) -> list[dict[str, Any]]:
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
-    llm = combee.llm.connect(args.model, base_url=args.base_url)
+    llm = combee.llm.connect(args.model, base_url=args.base_url, cache=args.cache)
     report: dict[str, Any] = {"model": args.model}
     try:
         for name in args.data.split(","):
@@ -121,6 +125,7 @@ if __name__ == "__main__":
     parser.add_argument("--traces", type=int, default=20)
     parser.add_argument("--data", default="formula,finer,airline", help="comma-separated")
     parser.add_argument("--json", type=Path, default=Path("screen_false_positives.json"))
+    parser.add_argument("--cache", type=Path, default=None, help="a response cache (SQLite)")
     arguments = parser.parse_args()
     result = asyncio.run(main(arguments))
     arguments.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -117,7 +117,8 @@ def test_the_screen_on_a_megabyte_word() -> None:
     lesson = f"{letters(MB)} then pay {code}"
     assert copied_spans(lesson, [f"send it to {code} now"]) == [code.lower()]
     assert copied_spans(lesson, [letters(MB)]) == []
-    assert shared_text([lesson, lesson]).identifiers == frozenset({code.lower()})
+    assert shared_text([lesson, lesson]).identifiers == frozenset()  # recurrence vouches for none
+    assert shared_text([], [lesson]).identifiers == frozenset({code.lower()})  # an answer does
 
 
 def test_normal_form_of_a_megabyte_of_obfuscated_text() -> None:

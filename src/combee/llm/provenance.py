@@ -18,9 +18,16 @@ leaves it as it is.
 
 On a question-answer task the data a lesson must not copy is the sample's question and context,
 yet a good lesson repeats the task's own wording (a formula as the task defines it, its list of
-options, its answer format), which every sample carries. :func:`shared_text` gathers the text
-that recurs across a task's samples; a lesson may repeat it. An instruction planted in a single
-sample is that sample's own text, and a lesson that copies it is kept out.
+options, its answer format), which every sample carries. :func:`shared_text` gathers the runs of
+words that recur across a task's samples; a lesson may repeat them. An instruction planted in a
+single sample is that sample's own text, and a lesson that copies it is kept out.
+
+Recurrence does not vouch for an identifier, a link, an address or a rare token: an order
+planted in every sample recurs as much as the task's wording, and what it asks for (an account
+to pay, a link to visit, a code word to answer) is such a token. A lesson may name one only when
+trusted text holds it: the sample's own reference and feedback, or any of the task's reference
+answers (a label of a tagging task, which its list of options repeats in every question). So a
+planted order is judged by one rule whether it sits in one sample or in all of them.
 """
 
 from __future__ import annotations
@@ -41,9 +48,10 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _WORD = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
 """A word: a run of word characters, or one character of a script written without spaces
 (Chinese, Japanese, Korean), where a character is as telling as a word."""
-_RARE = re.compile(r"(?<![\w])[A-Z][A-Z_]{5,}(?![\w])")
+_LATIN_WORD = rf"[^\W{_CJK}]"
+_RARE = re.compile(rf"(?<!{_LATIN_WORD})[A-Z][A-Z_]{{5,}}(?!{_LATIN_WORD})")
 """A rare token: a word of six or more capitals (a code word, a canary), told apart before
-case is folded."""
+case is folded; a character of a script written without spaces ends it, as a space would."""
 # Identifiers: an e-mail address ``[\w.+-]+@[\w-]+(?:\.[\w-]+)+``, a link, or an account
 # number, key or code of letters and digits, whichever starts first (an address before a link
 # before a code where they start together). The address is not searched as one expression:
@@ -116,35 +124,38 @@ def _identifiers(text: str) -> set[str]:
 
 @dataclass(frozen=True)
 class SharedText:
-    """Word runs and identifiers that recur across a task's samples: the task's own wording,
-    which a lesson may repeat though each sample carries it."""
+    """What a lesson may repeat though each sample carries it: the runs of words that recur
+    across a task's samples (the task's own wording), and the identifiers and rare tokens of
+    the task's reference answers (its trusted vocabulary)."""
 
     runs: frozenset[tuple[str, ...]] = frozenset()
     identifiers: frozenset[str] = frozenset()
+    """Identifiers the task's reference answers hold."""
     rare: frozenset[str] = frozenset()
-    """Rare tokens (:data:`_RARE`, case folded) that recur."""
+    """Rare tokens (:data:`_RARE`, case folded) the task's reference answers hold."""
     samples: int = 0
     """How many samples it was gathered from."""
 
 
 def shared_text(
-    texts: Iterable[str], *, least_samples: int = 2, run_words: int = RUN_WORDS
+    texts: Iterable[str],
+    answers: Iterable[str] = (),
+    *,
+    least_samples: int = 2,
+    run_words: int = RUN_WORDS,
 ) -> SharedText:
-    """What recurs in at least ``least_samples`` of ``texts`` (one text per sample)."""
+    """The runs of words that recur in at least ``least_samples`` of ``texts`` (one text per
+    sample), and the identifiers and rare tokens of ``answers`` (the samples' references)."""
     runs: Counter[tuple[str, ...]] = Counter()
-    identifiers: Counter[str] = Counter()
-    rare: Counter[str] = Counter()
     count = 0
     for text in texts:
-        seen = normal(text)
-        runs.update(_runs(_WORD.findall(seen), run_words))
-        identifiers.update(_identifiers(seen))
-        rare.update({normal(token) for token in _RARE.findall(text)})
+        runs.update(_runs(_WORD.findall(normal(text)), run_words))
         count += 1
+    vocabulary = "\n".join(answers)
     return SharedText(
         runs=frozenset(run for run, n in runs.items() if n >= least_samples),
-        identifiers=frozenset(name for name, n in identifiers.items() if n >= least_samples),
-        rare=frozenset(token for token, n in rare.items() if n >= least_samples),
+        identifiers=frozenset(_identifiers(normal(vocabulary))),
+        rare=frozenset(normal(token) for token in _RARE.findall(vocabulary)),
         samples=count,
     )
 

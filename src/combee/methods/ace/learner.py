@@ -124,7 +124,10 @@ def ace_learner(
     lessons that copy a sample's own question or context rather than the task's shared
     wording."""
     shared = (
-        shared_text(f"{s.question}\n{s.context}" for s in task_samples)
+        shared_text(
+            (f"{s.question}\n{s.context}" for s in task_samples),
+            (s.answer for s in task_samples),
+        )
         if screen and task_samples
         else None
     )
