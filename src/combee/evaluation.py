@@ -82,7 +82,7 @@ async def evaluate_async(
             learner, begin, samples, executor or AsyncioExecutor(), ObserverGroup(observers), split
         )
         return EvalResult(
-            task=getattr(the_task, "name", str(task)),
+            task=the_task.name,
             split=split,
             evaluation=evaluation,
             seconds=time.perf_counter() - started,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,14 @@ class PlansReduce(Protocol):
     reflections takes, by step (``curate``, ``merge``, ``condense``)."""
 
     def reduce_calls(self, n: int) -> dict[str, CallRange]: ...
+
+
+@runtime_checkable
+class SaysCalls(Protocol):
+    """A method that says the calls it makes (its class's ``CALLS``); optional: a run's plan
+    counts them, and gives no count for a method that does not say them."""
+
+    CALLS: ClassVar[MethodCalls]
 
 
 @dataclass(frozen=True)

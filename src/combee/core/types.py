@@ -103,6 +103,7 @@ class Screens(Protocol):
 C_contra = TypeVar("C_contra", contravariant=True)
 
 
+@runtime_checkable
 class Condenser(Protocol[C_contra]):
     """An optional capability of a method: condense reflections into one (the ``summarize``
     and ``hier-summarize`` strategies need it).

@@ -25,7 +25,7 @@ from typing import Any
 
 from combee.core.executor import MapOutcome, Rollouts, SampleFailure, map_sample
 from combee.errors import ConfigError
-from combee.llm.types import Widens
+from combee.llm.types import HoldsClient, SharesUsage, Widens
 from combee.tasks.base import Sample, Score
 
 INSTALL_HINT = "the Ray executor needs Ray: pip install 'combee[ray]'"
@@ -207,33 +207,37 @@ def _worker_failure(
     return MapOutcome(sample, failure=SampleFailure(sample.id, "worker", reason, empty))
 
 
-def _widen(method: Any, calls: int) -> None:
+def _client(method: object) -> object:
+    """The client a method makes its calls through, or None."""
+    return method.llm if isinstance(method, HoldsClient) else None
+
+
+def _widen(method: object, calls: int) -> None:
     """Let the worker's copy of the method's client run ``calls`` calls at once, as the driver
     widens its own client to the batch (a copy starts at the default)."""
-    client = getattr(method, "llm", None)
+    client = _client(method)
     if isinstance(client, Widens):
         client.widen(calls)
 
 
-def _usage(method: Any) -> dict[str, Any] | None:
-    """Usage of the method's LLM client (its ``llm`` attribute) so far, when it has one."""
-    client = getattr(method, "llm", None)
-    usage = getattr(client, "usage", None)
-    return dict(usage()) if callable(usage) else None
+def _usage(method: object) -> dict[str, Any] | None:
+    """Usage of the method's LLM client so far, when it has one."""
+    client = _client(method)
+    return dict(client.usage()) if isinstance(client, SharesUsage) else None
 
 
-def _absorb(method: Any, usages: list[dict[str, Any]]) -> None:
-    absorb = getattr(getattr(method, "llm", None), "absorb", None)
-    if callable(absorb):
+def _absorb(method: object, usages: list[dict[str, Any]]) -> None:
+    client = _client(method)
+    if isinstance(client, SharesUsage):
         for usage in usages:
-            absorb(usage)
+            client.absorb(usage)
 
 
-async def _close(method: Any) -> None:
+async def _close(method: object) -> None:
     """Close the worker's copy of the method's client, once its share is done."""
-    close = getattr(getattr(method, "llm", None), "aclose", None)
-    if callable(close):
-        await close()
+    client = _client(method)
+    if isinstance(client, SharesUsage):
+        await client.aclose()
 
 
 def _first_line(error: BaseException) -> str:

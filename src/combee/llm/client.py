@@ -43,6 +43,7 @@ from combee.llm.types import (
     JsonSchema,
     Message,
     ModelLimits,
+    RemoteBackend,
     Request,
     RoleUsage,
     StatesLimits,
@@ -87,17 +88,19 @@ class LLM:
             most=max_concurrency,
         )
         self._cache = cache
-        backend_mode: JsonMode = getattr(backend, "json_mode", json_mode)
+        remote = backend if isinstance(backend, RemoteBackend) else None
+        backend_mode: JsonMode = remote.json_mode if remote else json_mode
         self._json_mode: JsonMode = json_mode if json_mode != "json_schema" else backend_mode
         self._seed = seed
-        self._base_url: str | None = getattr(backend, "base_url", None)
+        self._base_url: str | None = remote.base_url if remote else None
+        key_env = remote.api_key_env if remote else None
         self._shown_url = without_credentials(self._base_url)
         self._streak = FailureStreak(max_failures_in_a_row, self._shown_url or backend.model)
         self._accounting = Accounting(prices)
         self._attempts = Attempts(
             backend, self._gate, self._accounting, self._streak, max_retries, timeout_s,
             backoff_base_s, backoff_max_s, random.Random(seed), self._shown_url,
-            getattr(backend, "api_key_env", None),
+            key_env,
         )  # fmt: skip
         self._validators = SchemaValidators()
         self._instructions = SchemaInstructions()
@@ -113,7 +116,7 @@ class LLM:
         self.settings: dict[str, object] = {
             "model": backend.model,
             "base_url": self._shown_url,
-            "api_key_env": getattr(backend, "api_key_env", None),
+            "api_key_env": key_env,
             "json_mode": self._json_mode,
             "concurrency": concurrency,
             "timeout_s": timeout_s,

@@ -205,3 +205,34 @@ class Widens(Protocol):
     told how many calls the run will make at once; optional."""
 
     def widen(self, calls: int) -> None: ...
+
+
+@runtime_checkable
+class RemoteBackend(Protocol):
+    """A backend that calls an endpoint over the network; optional (an embedded model is not
+    one). Its URL names it in messages and cache keys, its key variable in messages, and its
+    JSON mode is what the endpoint accepts."""
+
+    base_url: str
+    api_key_env: str
+    json_mode: JsonMode
+
+
+@runtime_checkable
+class SharesUsage(Protocol):
+    """A client whose copies in other processes (Ray workers) report their usage back to it;
+    :class:`combee.llm.client.LLM` is one."""
+
+    def usage(self) -> Mapping[str, RoleUsage]: ...
+
+    def absorb(self, usage: Mapping[str, RoleUsage]) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class HoldsClient(Protocol):
+    """A method that makes its calls through one client, its ``llm``; optional (a method that
+    does is run in Ray workers with that client's usage brought back)."""
+
+    llm: object

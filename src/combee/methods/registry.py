@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from combee.core.call_counts import MethodCalls
-from combee.core.learner import Learner
+from combee.core.call_counts import MethodCalls, SaysCalls
+from combee.core.learner import Learner, LoopLearner
 from combee.errors import ConfigError
 from combee.llm.client import LLM
 from combee.llm.types import DEFAULT_MAX_TOKENS
@@ -77,5 +77,5 @@ def calls_of(method: Any) -> MethodCalls | None:
     ``CALLS`` :class:`MethodCalls`); None when it does not say them."""
     if isinstance(method, str):
         return METHOD_CALLS.get(method)
-    found = getattr(getattr(method, "method", method), "CALLS", None)
-    return found if isinstance(found, MethodCalls) else None
+    inner = method.method if isinstance(method, LoopLearner) else method
+    return inner.CALLS if isinstance(inner, SaysCalls) else None

@@ -20,12 +20,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, Literal, TypeVar
 
 from combee.api import train_async
 from combee.core.loop import LoopObserver
 from combee.errors import CombeeError, ConfigError
 from combee.llm.connect import Endpoint
+from combee.llm.types import ChatModel
 from combee.report.build import ReportFiles, write_report
 from combee.report.finished_cells import differences, endpoint_config, grid_config
 from combee.report.runs_index import is_run_dir
@@ -236,10 +237,7 @@ async def _train_cell(
 
 
 def _cell_llm(llm: LLMArg | LLMFactory, cell: Cell, run_dir: Path) -> LLMArg:
-    if callable(llm) and not hasattr(llm, "complete_json"):
-        the_llm = llm(cell, run_dir)
-    else:
-        the_llm = cast(LLMArg, llm)
+    the_llm = llm(cell, run_dir) if callable(llm) and not isinstance(llm, ChatModel) else llm
     if isinstance(the_llm, Endpoint):
         the_llm = dataclasses.replace(the_llm, seed=cell.seed)
     return the_llm
@@ -300,7 +298,7 @@ def _summary(run_dir: Path) -> dict[str, Any] | None:
 
 
 def _title(task: str | Task, cells: Sequence[Cell]) -> str:
-    name = task if isinstance(task, str) else getattr(task, "name", type(task).__name__)
+    name = task if isinstance(task, str) else task.name
     return f"Combee comparison: {name}, {len(cells)} cells"
 
 

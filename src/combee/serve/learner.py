@@ -26,6 +26,7 @@ from typing import Any
 
 from combee.core.loop import IterationReport, LoopObserver
 from combee.errors import CombeeError
+from combee.methods.ace.playbook import Playbook
 from combee.serve.records import Feedback, PlaybookVersion
 from combee.serve.settings import ServeSettings
 from combee.serve.store import TraceStore, add_version, ensure_first, set_watermark
@@ -74,7 +75,8 @@ class _Provenance(LoopObserver):
     taught: dict[str, list[str]] = field(default_factory=dict)
 
     def on_iteration_end(self, report: IterationReport[Any, Any]) -> None:
-        bullets = {bullet.id: bullet for bullet in getattr(report.context, "bullets", ())}
+        context = report.context
+        bullets = {b.id: b for b in (context.bullets if isinstance(context, Playbook) else ())}
         lessons = [
             (r.sample_id, _words(" ".join(str(v) for v in r.fields.values())))
             for r in report.reflections

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from combee.core.call_counts import CallRange
 from combee.core.types import Condenser, Method, ReduceTrace, Reflection
@@ -30,14 +30,14 @@ log = logging.getLogger(__name__)
 def condenser_of(method: Any, strategy: str) -> Condenser[Any]:
     """``method`` as a :class:`Condenser`; ConfigError naming ``strategy`` when it cannot
     condense."""
-    if not callable(getattr(method, "condense", None)):
+    if not isinstance(method, Condenser):
         raise ConfigError(
             f"{strategy!r} needs a method that can condense reflections (an async "
             f"condense(context, reflections) method); {type(method).__name__} has none. "
             "Choose another strategy, or add condense to the method",
             setting="strategy",
         )
-    return cast("Condenser[Any]", method)
+    return method
 
 
 class SummarizeStrategy:
