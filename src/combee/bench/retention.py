@@ -25,6 +25,7 @@ from combee.llm.types import DEFAULT_MAX_TOKENS
 from combee.methods.ace import AceMethod, AceUpdate, Playbook
 from combee.resolve import LLMArg, llm_of
 from combee.strategies.registry import STRATEGIES
+from combee.strategies.settings import CombeeSettings
 from combee.tasks.base import Sample, Score
 
 PROGRESS_EVERY_S = 30.0
@@ -233,9 +234,9 @@ async def retention_async(
     strategies: Sequence[str],
     sizes: Sequence[int],
     seed: int = 0,
-    duplication: int = 2,
-    fan_in: int = 32,
-    groups: str = "capacity",
+    duplication: int = CombeeSettings.duplication,
+    fan_in: int = CombeeSettings.fan_in,
+    groups: str = CombeeSettings.groups,
     token_budget: int | None = None,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     on_row: Callable[[RetentionRow], None] | None = None,

@@ -19,7 +19,9 @@ from combee.core.types import Reflection, Trajectory
 from combee.llm.connect import connect
 from combee.methods.ace import AceMethod, Playbook
 from combee.methods.ace.dedup import default_near_duplicates
+from combee.methods.ace.settings import AceSettings
 from combee.methods.ace.update import AceUpdate
+from combee.strategies.settings import CombeeSettings
 from combee.tasks.base import Sample
 from combee.tasks.formula import FormulaTask
 
@@ -41,9 +43,9 @@ class RunSpec:
     max_retries: int = 4
     tau: float = DEFAULT_TAU
     max_batch_size: int = 100
-    duplication: int = 2
-    fan_in: int = 32
-    token_budget: int = 8000
+    duplication: int = CombeeSettings.duplication
+    fan_in: int = CombeeSettings.fan_in
+    token_budget: int | None = AceSettings.token_budget
     max_tokens: int = 16384
     """Room for the scripted curator's and merger's long replies: a truncated reply is a failure."""
     dedup: bool | None = None

@@ -13,6 +13,7 @@ from combee.cli import options as opt
 from combee.cli.app import app, err, fail, run
 from combee.core.capacity import GROUP_RULES
 from combee.llm.types import DEFAULT_MAX_TOKENS
+from combee.strategies.settings import CombeeSettings
 
 if TYPE_CHECKING:
     from combee.bench.retention import RetentionProgress, RetentionRow
@@ -35,8 +36,12 @@ def retention_command(
     sizes: Annotated[str, typer.Option(help="Comma list of lesson counts N.")] = ",".join(
         map(str, DEFAULT_SIZES)
     ),
-    duplication: Annotated[int, typer.Option(help="Copies p of each reflection (combee).")] = 2,
-    fan_in: Annotated[int, typer.Option(help="Most updates one merge call sees.")] = 32,
+    duplication: Annotated[
+        int, typer.Option(help="Copies p of each reflection (combee).")
+    ] = CombeeSettings.duplication,
+    fan_in: Annotated[
+        int, typer.Option(help="Most updates one merge call sees.")
+    ] = CombeeSettings.fan_in,
     groups: Annotated[
         str,
         typer.Option(

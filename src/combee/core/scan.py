@@ -53,13 +53,17 @@ def merge_groups(m: int, *, fan_in: int) -> list[list[int]]:
     return groups
 
 
+DEFAULT_FAN_IN = 32
+"""The most updates one merge call reads, unless told otherwise."""
+
+
 async def scan_reduce(
     items: Sequence[T],
     curate: Callable[[Sequence[T]], Awaitable[U]],
     merge: Callable[[Sequence[U]], Awaitable[U]],
     *,
     p: int = 2,
-    fan_in: int | Callable[[Sequence[U]], int] = 32,
+    fan_in: int | Callable[[Sequence[U]], int] = DEFAULT_FAN_IN,
     rng: random.Random,
     groups: int | None = None,
 ) -> ReduceTrace[U]:

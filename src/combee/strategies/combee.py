@@ -12,6 +12,7 @@ from combee.core.loop_state import rng_state, set_rng_state
 from combee.core.scan import scan_reduce
 from combee.core.types import Method, ReduceTrace, Reflection
 from combee.errors import ConfigError
+from combee.strategies.settings import CombeeSettings
 
 C = TypeVar("C")
 U = TypeVar("U")
@@ -29,7 +30,12 @@ class CombeeStrategy:
     name = "combee"
 
     def __init__(
-        self, *, p: int = 2, fan_in: int = 32, seed: int = 0, groups: str = "capacity"
+        self,
+        *,
+        p: int = CombeeSettings.duplication,
+        fan_in: int = CombeeSettings.fan_in,
+        seed: int = 0,
+        groups: str = CombeeSettings.groups,
     ) -> None:
         if isinstance(p, bool) or not isinstance(p, int) or p < 1:
             raise ConfigError(f"must be an integer of at least 1 (got {p!r})", setting="p")

@@ -16,6 +16,7 @@ from combee.plugins import Registry
 from combee.strategies.combee import CombeeStrategy
 from combee.strategies.naive import NaiveStrategy
 from combee.strategies.sequential import SequentialStrategy
+from combee.strategies.settings import CombeeSettings
 from combee.strategies.summarize import HierSummarizeStrategy, SummarizeStrategy
 from combee.strategies.topk import TopKStrategy
 
@@ -25,7 +26,9 @@ STRATEGIES.register("naive", NaiveStrategy)
 STRATEGIES.register("combee", CombeeStrategy)
 
 
-def _combee_sqrt(*, p: int = 2, fan_in: int = 32, seed: int = 0) -> Strategy:
+def _combee_sqrt(
+    *, p: int = CombeeSettings.duplication, fan_in: int = CombeeSettings.fan_in, seed: int = 0
+) -> Strategy:
     strategy = CombeeStrategy(p=p, fan_in=fan_in, seed=seed, groups="sqrt")
     strategy.name = "combee-sqrt"
     return strategy
@@ -51,11 +54,11 @@ STRATEGY_NAMES = (
 def get_strategy(
     name: str,
     *,
-    p: int = 2,
-    fan_in: int = 32,
+    p: int = CombeeSettings.duplication,
+    fan_in: int = CombeeSettings.fan_in,
     seed: int = 0,
     top_k: int | None = None,
-    groups: str = "capacity",
+    groups: str = CombeeSettings.groups,
 ) -> Strategy:
     """The strategy called ``name``; ConfigError for an unknown name or a bad setting."""
     return STRATEGIES.create(name, p=p, fan_in=fan_in, seed=seed, top_k=top_k, groups=groups)

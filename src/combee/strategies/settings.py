@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from combee.core.capacity import GROUP_RULES
+from combee.core.scan import DEFAULT_FAN_IN
 from combee.core.settings import SettingsGroup, setting
 
 MAX_DUPLICATION = 16
@@ -19,7 +20,7 @@ class CombeeSettings(SettingsGroup):
     duplication: int = setting(
         2, "Copies p of each reflection, shuffled into the groups.", least=1, most=MAX_DUPLICATION
     )
-    fan_in: int = setting(32, "The most updates one merge call sees.", least=2)
+    fan_in: int = setting(DEFAULT_FAN_IN, "The most updates one merge call sees.", least=2)
     groups: str = setting(
         "capacity",
         "Level-1 groups: capacity sizes each to what one curator call can write and read; "

@@ -15,6 +15,7 @@ from combee.methods.ace.agent import AgentAceMethod
 from combee.methods.ace.dedup import default_near_duplicates
 from combee.methods.ace.method import AceMethod
 from combee.methods.ace.playbook import Playbook
+from combee.methods.ace.settings import AceSettings
 from combee.methods.ace.traces import TRANSCRIPT_TOKENS, TraceAceMethod
 from combee.tasks.agent import MAX_THREADS, Agent, AgentLLM, playbook_section
 from combee.tasks.base import Sample, Score
@@ -111,7 +112,7 @@ def ace_learner(
     llm: ChatModel,
     score: Callable[[str, Sample], Score],
     *,
-    token_budget: int | None = 8000,
+    token_budget: int | None = AceSettings.token_budget,
     temperature: float = 0.0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     dedup: bool | None = None,
@@ -149,7 +150,7 @@ def ace_traces_learner(
     llm: ChatModel,
     score: Callable[[str, Sample], Score],
     *,
-    token_budget: int | None = 8000,
+    token_budget: int | None = AceSettings.token_budget,
     temperature: float = 0.0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     dedup: bool | None = None,
@@ -184,7 +185,7 @@ def ace_agent_learner(
     agent: Agent,
     playbook_text: Callable[[str], str] = playbook_section,
     max_threads: int = MAX_THREADS,
-    token_budget: int | None = 8000,
+    token_budget: int | None = AceSettings.token_budget,
     temperature: float = 0.0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     dedup: bool | None = None,

@@ -21,8 +21,9 @@ from combee.strategies.combee import CombeeStrategy
 class CombeeInstructionProposer:
     """Shuffle + scan instruction proposals for DSPy's GEPA, over Combee's LLM layer.
 
-    ``strategy`` reduces each component's records (default: ``CombeeStrategy(p=2, fan_in=32,
-    seed=seed)``; ``NaiveStrategy()`` makes one proposal call over all records). The proposer
+    ``strategy`` reduces each component's records (default: ``CombeeStrategy(seed=seed)``, with
+    the duplication and fan-in :class:`combee.strategies.settings.CombeeSettings` declares;
+    ``NaiveStrategy()`` makes one proposal call over all records). The proposer
     runs its calls on a private event loop thread; :meth:`close` (or ``with``) releases the LLM
     and the thread.
     """
@@ -37,7 +38,7 @@ class CombeeInstructionProposer:
         max_tokens: int = 4096,
     ) -> None:
         if strategy is None:
-            strategy = CombeeStrategy(p=2, fan_in=32, seed=seed)
+            strategy = CombeeStrategy(seed=seed)
         self.llm = llm
         self.runner = LoopRunner()
         self.reflection = CombeeReflection(
