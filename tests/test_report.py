@@ -146,13 +146,13 @@ def test_without_matplotlib_or_with_a_broken_figure_the_rest_is_written(
     assert len(files.rows) == 1 and files.html.is_file()
     monkeypatch.undo()
 
-    def broken(plt: Any, run_infos: Any, path: Path) -> bool:
+    def broken(plt: Any, run_infos: Any, path: Path) -> str | None:
         raise ValueError("no luck")
 
     monkeypatch.setattr(
         build_module,
         "PLOTS",
-        (Plot("x.png", "X", "", broken), *[p for p in PLOTS if p.file == "timeline.png"]),
+        (Plot("x.png", "X", broken), *[p for p in PLOTS if p.file == "timeline.png"]),
     )
     files = write_report([runs / "auto"], tmp_path / "broken")
     assert [p.name for p in files.figures] == ["timeline.png"]

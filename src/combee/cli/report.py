@@ -18,6 +18,7 @@ from combee.cli.flags import cli_message, flag
 from combee.errors import CombeeError, ConfigError
 from combee.report import COLUMNS, ReportFiles, diff_playbooks, write_report
 from combee.report.diff import Pairing, PlaybookDiff
+from combee.report.summary import Group
 from combee.report.table import MISSING, shown
 
 T = TypeVar("T")
@@ -66,7 +67,32 @@ def runs_table(rows: Sequence[dict[str, Any]], title: str | None = None) -> Tabl
     return table
 
 
+def summary_table(groups: Sequence[Group]) -> Table:
+    """Each strategy and batch size over its seeds: mean and min–max of accuracy and time."""
+    table = Table(
+        title="per strategy and batch size (mean, min–max over seeds)", box=box.SIMPLE_HEAD
+    )
+    for header in ("strategy", "batch", "seeds", "acc", "acc min–max", "train s", "s min–max"):
+        table.add_column(header, justify="left" if header == "strategy" else "right")
+    with_method = len({g.method for g in groups}) > 1
+    for group in groups:
+        acc, secs = group.accuracy, group.seconds
+        table.add_row(
+            f"{group.method} {group.strategy}" if with_method else str(group.strategy),
+            group.batch,
+            ",".join(str(s) for s in group.seeds) or MISSING,
+            MISSING if acc is None else f"{acc.mean:.3f}",
+            MISSING if acc is None else f"{acc.low:.3f}–{acc.high:.3f}",
+            MISSING if secs is None else f"{secs.mean:.2f}",
+            MISSING if secs is None else f"{secs.low:.2f}–{secs.high:.2f}",
+        )
+    return table
+
+
 def print_report(files: ReportFiles, console: Console) -> None:
+    console.print(f"recommendation: {files.recommendation}", highlight=False, markup=False)
+    if any(len(group.runs) > 1 for group in files.groups):
+        console.print(summary_table(files.groups))
     console.print(runs_table(files.rows))
     for remark in files.remarks:
         console.print(f"[yellow]note[/]: {remark}", highlight=False)

@@ -13,6 +13,7 @@ from combee.errors import ConfigError
 from combee.report import html
 from combee.report.plots import PLOTS, pyplot
 from combee.report.runs_index import RunInfo, load_runs
+from combee.report.summary import SPREAD, Group, groups_of, ordered, recommendation
 from combee.report.table import COLUMNS, row_of
 
 REPORT_HTML = "report.html"
@@ -29,6 +30,10 @@ class ReportFiles:
     rows: list[dict[str, Any]] = field(default_factory=list)
     runs: list[RunInfo] = field(default_factory=list)
     remarks: list[str] = field(default_factory=list)
+    groups: list[Group] = field(default_factory=list)
+    """Each strategy and batch size over its seeds, in the rows' order."""
+    recommendation: str = ""
+    """The sentence at the top of the report: which configuration to use, and why."""
 
 
 def default_out(run_dirs: Sequence[str | os.PathLike[str]]) -> Path:
@@ -51,11 +56,16 @@ def write_report(
     title: str | None = None,
 ) -> ReportFiles:
     """Read ``run_dirs`` (run directories, or directories holding them) and write
-    ``report.html`` (self-contained), ``report.json`` (the table's rows) and one PNG per figure
-    that some run has data for into ``out`` (default: see :func:`default_out`)."""
+    ``report.html`` (self-contained), ``report.json`` (the recommendation, each strategy and
+    batch size over its seeds, the table's rows) and one PNG per figure that some run has data
+    for into ``out`` (default: see :func:`default_out`). Rows go by strategy (in the order
+    given), then batch size as a number, then seed."""
     if not run_dirs:
         raise ConfigError("names no run directory", setting="run_dirs")
-    runs = load_runs(run_dirs)
+    loaded = load_runs(run_dirs)
+    unsorted = [row_of(run) for run in loaded]
+    order = ordered(unsorted)
+    runs, rows = [loaded[i] for i in order], [unsorted[i] for i in order]
     target = Path(out) if out is not None else default_out(run_dirs)
     try:
         target.mkdir(parents=True, exist_ok=True)
@@ -63,9 +73,16 @@ def write_report(
         raise ConfigError(
             f"({target}) cannot be created: {error.strerror}", setting="out"
         ) from None
-    rows = [row_of(run) for run in runs]
     name = title or f"Combee report: {len(runs)} run(s)"
-    files = ReportFiles(html=target / REPORT_HTML, json=target / REPORT_JSON, rows=rows, runs=runs)
+    groups = groups_of(rows)
+    files = ReportFiles(
+        html=target / REPORT_HTML,
+        json=target / REPORT_JSON,
+        rows=rows,
+        runs=runs,
+        groups=groups,
+        recommendation=recommendation(groups),
+    )
     figures: list[html.Figure] = []
     plt = pyplot()
     if plt is None:
@@ -78,18 +95,20 @@ def write_report(
             path = target / plot.file
             path.unlink(missing_ok=True)
             try:
-                drawn = plot.draw(plt, runs, path)
+                caption = plot.draw(plt, runs, path)
             except Exception as error:  # a figure never costs the rest of the report
                 plt.close("all")
                 files.remarks.append(f"{plot.title} could not be drawn: {error}")
                 continue
-            if drawn:
+            if caption is not None:
                 files.figures.append(path)
-                figures.append(html.Figure(plot.title, plot.caption, path.read_bytes(), plot.file))
-    page = html.render(name, runs, rows, figures, files.remarks)
+                figures.append(html.Figure(plot.title, caption, path.read_bytes(), plot.file))
+    page = html.render(name, files, figures)
     document = {
         "title": name,
+        "recommendation": files.recommendation,
         "columns": [{"key": c.key, "header": c.header} for c in COLUMNS],
+        "summary": {"spread": SPREAD, "groups": [g.as_dict() for g in groups]},
         "runs": rows,
         "figures": [p.name for p in files.figures],
         "notes": {run.name: run.notes for run in runs if run.notes},

@@ -1,147 +1,33 @@
 """The report's figures (matplotlib, Agg backend). Each draws what the runs hold and returns
-False when none of them holds the figures it needs; nothing here fails on a missing field."""
+the caption of what it drew, or None when no run holds the figures it needs; nothing here fails
+on a missing field."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from combee.report.plot_accuracy import accuracy_vs_batch_size, accuracy_vs_time
+from combee.report.plot_style import (
+    COLORS,
+    LineStyle,
+    color_of,
+    pyplot,
+    save,
+    shift_percent,
+    sizes_axis,
+)
+from combee.report.plot_timeline import timeline
 from combee.report.runs_index import RunInfo, number, role_usage, whole
-from combee.report.table import effective_batch_size, row_of, updates_applied
+from combee.report.summary import pareto_front
+from combee.report.table import effective_batch_size, updates_applied
 
-_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
-
-
-def pyplot() -> Any | None:
-    """``matplotlib.pyplot`` on the Agg backend, or None when matplotlib is not installed."""
-    try:
-        matplotlib = importlib.import_module("matplotlib")
-        matplotlib.use("Agg")
-        return importlib.import_module("matplotlib.pyplot")
-    except ImportError:
-        return None
+__all__ = ["PLOTS", "Plot", "pareto_front", "pyplot"]
 
 
-def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
-    """Indices of the (seconds, accuracy) points no other point beats on both (as fast or
-    faster and as accurate or more, better on one), fastest first."""
-    front = []
-    for i, (seconds, accuracy) in enumerate(points):
-        beaten = any(
-            s <= seconds and a >= accuracy and (s < seconds or a > accuracy)
-            for j, (s, a) in enumerate(points)
-            if j != i
-        )
-        if not beaten:
-            front.append(i)
-    return sorted(front, key=lambda i: (points[i][0], -points[i][1]))
-
-
-def _color(names: list[str], name: str) -> str:
-    if name not in names:
-        names.append(name)
-    return _COLORS[names.index(name) % len(_COLORS)]
-
-
-def _save(plt: Any, figure: Any, path: Path) -> None:
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-
-
-def accuracy_vs_time(plt: Any, runs: Sequence[RunInfo], path: Path) -> bool:
-    rows = [row_of(run) for run in runs]
-    rows = [r for r in rows if r["test_accuracy"] is not None and r["train_seconds"] is not None]
-    if not rows:
-        return False
-    figure, axis = plt.subplots(figsize=(7.5, 4.8))
-    strategies: list[str] = []
-    methods = {row["method"] for row in rows}
-    for row in rows:
-        kind = str(row["strategy"]) if len(methods) == 1 else f"{row['method']} {row['strategy']}"
-        color = _color(strategies, kind)
-        axis.scatter([row["train_seconds"]], [row["test_accuracy"]], color=color, zorder=3)
-        axis.annotate(
-            str(row["name"]),
-            (row["train_seconds"], row["test_accuracy"]),
-            textcoords="offset points",
-            xytext=(5, 4),
-            fontsize=7,
-        )
-    points = [(float(r["train_seconds"]), float(r["test_accuracy"])) for r in rows]
-    front = pareto_front(points)
-    axis.step(
-        [points[i][0] for i in front],
-        [points[i][1] for i in front],
-        where="post",
-        color="black",
-        linewidth=1,
-        linestyle="--",
-        label="Pareto front",
-    )
-    axis.scatter(
-        [points[i][0] for i in front],
-        [points[i][1] for i in front],
-        s=160,
-        facecolors="none",
-        edgecolors="black",
-        zorder=4,
-    )
-    for name in strategies:
-        axis.scatter([], [], color=_color(strategies, name), label=name)
-    _accuracy_axes(axis, "training wall time (s)", "Test accuracy against training time")
-    _save(plt, figure, path)
-    return True
-
-
-def _accuracy_axes(axis: Any, xlabel: str, title: str) -> None:
-    axis.set_xlabel(xlabel)
-    axis.set_ylabel("test accuracy")
-    axis.set_ylim(-0.03, 1.03)
-    axis.set_title(title, fontsize=10)
-    axis.grid(True, alpha=0.3)
-    axis.legend(fontsize=8)
-
-
-def accuracy_vs_batch_size(plt: Any, runs: Sequence[RunInfo], path: Path) -> bool:
-    """Test accuracy against the batch size the run trained at, one line per strategy (the
-    paper's quality curve); a strategy that never batches is one point at batch size 1. Drawn
-    when the runs span at least two batch sizes."""
-    rows = [row_of(run) for run in runs]
-    rows = [r for r in rows if r["test_accuracy"] is not None and r["effective_batch_size"]]
-    if len({r["effective_batch_size"] for r in rows}) < 2:
-        return False
-    figure, axis = plt.subplots(figsize=(7.5, 4.8))
-    strategies: list[str] = []
-    lines: dict[str, list[tuple[float, float]]] = {}
-    for row in rows:
-        lines.setdefault(str(row["strategy"]), []).append(
-            (float(row["effective_batch_size"]), float(row["test_accuracy"]))
-        )
-    for name, points in lines.items():
-        points.sort()
-        axis.plot(
-            [p[0] for p in points],
-            [p[1] for p in points],
-            marker="o",
-            color=_color(strategies, name),
-            label=name,
-        )
-    baselines = [
-        r["baseline_test_accuracy"] for r in rows if r["baseline_test_accuracy"] is not None
-    ]
-    if baselines:
-        axis.axhline(baselines[0], color="grey", linestyle=":", label="no playbook")
-    axis.set_xscale("log", base=2)
-    _accuracy_axes(axis, "batch size", "Test accuracy against batch size")
-    _save(plt, figure, path)
-    return True
-
-
-def context_size(plt: Any, runs: Sequence[RunInfo], path: Path) -> bool:
+def context_size(plt: Any, runs: Sequence[RunInfo], path: Path) -> str | None:
     """Playbook updates applied and playbook tokens against batch size (the paper's Figure 2)."""
     series: dict[str, dict[int, list[tuple[float | None, float | None]]]] = {}
     for run in runs:
@@ -155,75 +41,56 @@ def context_size(plt: Any, runs: Sequence[RunInfo], path: Path) -> bool:
             (None if applied is None else float(applied), None if tokens is None else float(tokens))
         )
     if not series:
-        return False
+        return None
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.4))
-    sizes = sorted({size for by_size in series.values() for size in by_size})
+    sizes = sorted({float(size) for by_size in series.values() for size in by_size})
     names: list[str] = []
     for panel, (axis, label) in enumerate(
         zip(axes, ("playbook updates applied", "playbook tokens"), strict=True)
     ):
-        for strategy, by_size in sorted(series.items()):
-            color = _color(names, strategy)
+        for index, (strategy, by_size) in enumerate(series.items()):
+            color = color_of(names, strategy)
+            style = LineStyle.of(index, len(series))
             xs, means = [], []
             for size in sorted(by_size):
-                values = [v[panel] for v in by_size[size] if v[panel] is not None]
+                values = [v for point in by_size[size] if (v := point[panel]) is not None]
                 if not values:
                     continue
-                axis.scatter([size] * len(values), values, color=color, alpha=0.5, s=18)
-                xs.append(size)
-                means.append(sum(v for v in values if v is not None) / len(values))
-            axis.plot(xs, means, "-o", color=color, label=strategy)
-        if len(sizes) > 1 and sizes[-1] / max(1, sizes[0]) >= 4:
-            axis.set_xscale("log", base=2)
-        axis.set_xticks(sizes)
-        axis.set_xticklabels([str(s) for s in sizes])
-        axis.minorticks_off()
-        axis.set_xlabel("batch size")
+                x = size * style.shift
+                axis.scatter([x] * len(values), values, color=color, alpha=0.4, s=14)
+                xs.append(x)
+                means.append(sum(values) / len(values))
+            axis.plot(
+                xs, means, marker=style.marker, linestyle=style.linestyle,
+                markersize=style.size, color=color, label=strategy,
+            )  # fmt: skip
+        sizes_axis(axis, sizes)
         axis.set_ylabel(label)
         axis.grid(True, alpha=0.3)
         axis.legend(fontsize=8)
     figure.suptitle(
         "Context size against batch size (mean over seeds; dots: each run)", fontsize=10
     )
-    _save(plt, figure, path)
-    return True
+    save(plt, figure, path)
+    caption = (
+        "Playbook updates applied (the sum of ops_applied over every iteration) and the final "
+        "playbook's tokens against batch size, per strategy (the paper's Figure 2): lines join "
+        "the means over seeds, faint dots are the single runs"
+    )
+    if len(series) > 1:
+        caption += (
+            f"; lines differ in marker and line style and are shifted sideways by up to "
+            f"±{shift_percent(len(series)):.0f}% so that equal lines stay visible"
+        )
+    return caption + "."
 
 
-def timeline(plt: Any, runs: Sequence[RunInfo], path: Path) -> bool:
-    """One row per run: each iteration a bar as long as its wall time, labelled with the number
-    of reduce calls at each level (``4+1``: four curate calls, then one merge)."""
-    rows = [run for run in runs if any(number(m.get("wall_s")) for m in run.metrics)]
-    if not rows:
-        return False
-    figure, axis = plt.subplots(figsize=(11, 1.0 + 0.55 * len(rows)))
-    longest = max(sum(number(m.get("wall_s")) or 0.0 for m in run.metrics) for run in rows)
-    for y, run in enumerate(rows):
-        start = 0.0
-        for i, row in enumerate(run.metrics):
-            wall = number(row.get("wall_s")) or 0.0
-            color = _COLORS[i % 2]
-            axis.broken_barh([(start, wall)], (y - 0.35, 0.7), facecolors=color, alpha=0.8)
-            levels = row.get("reduce_levels")
-            if isinstance(levels, list) and levels and wall >= 0.05 * longest:
-                label = "+".join(str(level) for level in levels)
-                axis.text(start + wall / 2, y, label, ha="center", va="center", fontsize=7)
-            start += wall
-    axis.set_yticks(range(len(rows)))
-    axis.set_yticklabels([run.name for run in rows], fontsize=8)
-    axis.invert_yaxis()
-    axis.set_xlabel("training wall time (s); one bar per iteration")
-    axis.set_title("Iterations (labels: reduce calls per level, e.g. 4+1)", fontsize=10)
-    axis.grid(True, axis="x", alpha=0.3)
-    _save(plt, figure, path)
-    return True
-
-
-def llm_usage(plt: Any, runs: Sequence[RunInfo], path: Path) -> bool:
+def llm_usage(plt: Any, runs: Sequence[RunInfo], path: Path) -> str | None:
     """Calls per role and cost per role (tokens per role when no run has a price)."""
     usage = {run.name: role_usage(run) for run in runs}
     usage = {name: roles for name, roles in usage.items() if roles}
     if not usage:
-        return False
+        return None
     roles = sorted({role for by_role in usage.values() for role in by_role})
     priced = any(u["cost"] > 0 for by_role in usage.values() for u in by_role.values())
     figure, axes = plt.subplots(1, 2, figsize=(11, 1.4 + 0.45 * len(usage)))
@@ -242,7 +109,7 @@ def llm_usage(plt: Any, runs: Sequence[RunInfo], path: Path) -> bool:
                     values.append(
                         figures.get("prompt_tokens", 0.0) + figures.get("completion_tokens", 0.0)
                     )
-            color = _COLORS[i % len(_COLORS)]
+            color = COLORS[i % len(COLORS)]
             axis.barh(names, values, left=left, color=color, label=role)
             left = [a + b for a, b in zip(left, values, strict=True)]
         axis.set_title(f"{title} per role", fontsize=10)
@@ -250,11 +117,13 @@ def llm_usage(plt: Any, runs: Sequence[RunInfo], path: Path) -> bool:
         axis.tick_params(axis="y", labelsize=8)
         axis.grid(True, axis="x", alpha=0.3)
     axes[1].legend(fontsize=7, loc="lower right")
-    _save(plt, figure, path)
-    return True
+    save(plt, figure, path)
+    return "LLM calls per role, and " + (
+        "cost per role." if priced else "tokens per role (no run had a price)."
+    )
 
 
-def batch_profiles(plt: Any, runs: Sequence[RunInfo], path: Path) -> bool:
+def batch_profiles(plt: Any, runs: Sequence[RunInfo], path: Path) -> str | None:
     """Per profiled run: measured ``t_iter`` and estimated epoch time ``T(b)`` at each profiled
     size, the fitted ``A * b^-alpha`` and the chosen size."""
     profiled = [
@@ -265,7 +134,7 @@ def batch_profiles(plt: Any, runs: Sequence[RunInfo], path: Path) -> bool:
         if isinstance(decision, dict) and decision.get("measurements")
     ]
     if not profiled:
-        return False
+        return None
     columns = min(3, len(profiled))
     lines = -(-len(profiled) // columns)
     figure, axes = plt.subplots(lines, columns, figsize=(5.2 * columns, 4.0 * lines), squeeze=False)
@@ -273,8 +142,11 @@ def batch_profiles(plt: Any, runs: Sequence[RunInfo], path: Path) -> bool:
         axis.set_visible(False)
     for axis, (run, decision) in zip(axes.flat, profiled, strict=False):
         _profile_panel(axis, run, decision)
-    _save(plt, figure, path)
-    return True
+    save(plt, figure, path)
+    return (
+        "What the batch size controller measured at each profiled size, the fitted epoch time "
+        "T(b) = A·b^-alpha, and the size it chose."
+    )
 
 
 def _profile_panel(axis: Any, run: RunInfo, decision: dict[str, Any]) -> None:
@@ -314,50 +186,16 @@ def _profile_panel(axis: Any, run: RunInfo, decision: dict[str, Any]) -> None:
 class Plot:
     file: str
     title: str
-    caption: str
-    draw: Callable[[Any, Sequence[RunInfo], Path], bool]
+    draw: Callable[[Any, Sequence[RunInfo], Path], str | None]
+    """Draws into the path and returns the caption of what it drew, or None when no run has
+    the figures it needs."""
 
 
 PLOTS: tuple[Plot, ...] = (
-    Plot(
-        "accuracy_vs_time.png",
-        "Accuracy against training time",
-        "Test accuracy against training wall time; circled points, joined by the dashed line, "
-        "are the Pareto front (no other run is both faster and more accurate).",
-        accuracy_vs_time,
-    ),
-    Plot(
-        "accuracy_vs_batch_size.png",
-        "Accuracy against batch size",
-        "Test accuracy against the batch size each run trained at, one line per strategy (the "
-        "paper's quality curve); the dotted line is the start context's accuracy.",
-        accuracy_vs_batch_size,
-    ),
-    Plot(
-        "context_size.png",
-        "Playbook size against batch size",
-        "Playbook updates applied (the sum of ops_applied over every iteration) and the final "
-        "playbook's tokens against batch size, per strategy (the paper's Figure 2).",
-        context_size,
-    ),
-    Plot(
-        "timeline.png",
-        "Iteration timeline",
-        "Each bar is one training iteration, as long as its wall time; its label counts the "
-        "reduce calls at each level (curate calls, then merge calls).",
-        timeline,
-    ),
-    Plot(
-        "llm_usage.png",
-        "LLM calls and cost per role",
-        "LLM calls per role, and cost per role (tokens per role when no price was set).",
-        llm_usage,
-    ),
-    Plot(
-        "batch_profile.png",
-        "Batch size profile",
-        "What the batch size controller measured at each profiled size, the fitted epoch time "
-        "T(b) = A·b^-alpha, and the size it chose.",
-        batch_profiles,
-    ),
+    Plot("accuracy_vs_time.png", "Accuracy against training time", accuracy_vs_time),
+    Plot("accuracy_vs_batch_size.png", "Accuracy against batch size", accuracy_vs_batch_size),
+    Plot("context_size.png", "Playbook size against batch size", context_size),
+    Plot("timeline.png", "Iteration timeline", timeline),
+    Plot("llm_usage.png", "LLM calls and cost per role", llm_usage),
+    Plot("batch_profile.png", "Batch size profile", batch_profiles),
 )
