@@ -63,13 +63,14 @@ def accuracy_vs_time(plt: Any, runs: Sequence[RunInfo], path: Path) -> str | Non
         )  # fmt: skip
     front = front_of(groups)
     points = [(g.seconds.mean, g.accuracy.mean) for g in front if g.seconds and g.accuracy]
-    axis.step(
-        [p[0] for p in points], [p[1] for p in points], where="post",
-        color="black", linewidth=1, linestyle="--", label="Pareto front", zorder=1,
-    )  # fmt: skip
+    if len(points) > 1:
+        axis.step(
+            [p[0] for p in points], [p[1] for p in points], where="post",
+            color="black", linewidth=1, linestyle="--", zorder=1,
+        )  # fmt: skip
     axis.scatter(
         [p[0] for p in points], [p[1] for p in points], s=260,
-        facecolors="none", edgecolors="black", zorder=4,
+        facecolors="none", edgecolors="black", zorder=4, label="Pareto front",
     )  # fmt: skip
     seconds = [g.seconds.mean for g in groups if g.seconds is not None]
     log = min(seconds) > 0 and max(seconds) / min(seconds) >= 20
@@ -92,9 +93,14 @@ def accuracy_vs_time(plt: Any, runs: Sequence[RunInfo], path: Path) -> str | Non
         if spread
         else "; every configuration has one run, so there is no spread to show"
     )
+    if len(points) > 1:
+        return caption + (
+            ". Circled markers, joined by the dashed line, are the Pareto front: no other "
+            "configuration is both faster and more accurate on average."
+        )
     return caption + (
-        ". Circled markers, joined by the dashed line, are the Pareto front: no other "
-        "configuration is both faster and more accurate on average."
+        ". The circled marker is the Pareto front alone: it is as fast as any other "
+        "configuration and as accurate, on average."
     )
 
 
@@ -136,14 +142,14 @@ def accuracy_vs_batch_size(plt: Any, runs: Sequence[RunInfo], path: Path) -> str
         "Mean test accuracy over seeds against the batch size each configuration trained at, one "
         "line per strategy (the paper's quality curve)"
         + ("; the bars span the seeds' min–max" if spread else "")
-        + ". Lines differ in marker and line style"
+        + "."
     )
     if len(lines) > 1:
         caption += (
-            f", and each is shifted sideways by up to ±{shift_percent(len(lines)):.0f}% of the "
-            "batch size so that equal lines stay visible; the ticks mark the real sizes"
+            " Lines differ in marker and line style, and each is shifted sideways by up to "
+            f"±{shift_percent(len(lines)):.0f}% of the batch size so that equal lines stay "
+            "visible; the ticks mark the real sizes."
         )
-    caption += "."
     if baselines:
         count = sum(b.count for b in baselines)
         level = sum(b.mean * b.count for b in baselines) / count
