@@ -1,6 +1,6 @@
 """A setting is declared once: one added to a declaration reaches validation, config.json, the
-resume comparison and the command line's help without any other edit; the docs' table is the
-declarations'."""
+resume comparison and the help of ``combee train`` and ``combee compare`` (and a compare grid's
+cells) without any other edit; the docs' table is the declarations'."""
 
 from __future__ import annotations
 
@@ -65,6 +65,17 @@ CHECKS = """
     # the command line's help
     help_text = CliRunner().invoke(app, ["train", "--help"], env={"COLUMNS": "200"}).output
     print("HELP:", [line.strip() for line in help_text.splitlines() if "--patience" in line])
+
+    # combee compare: a flag of its own name, which reaches every cell's config.json
+    help_text = CliRunner().invoke(app, ["compare", "--help"], env={"COLUMNS": "200"}).output
+    print("COMPARE-HELP:", [l.strip() for l in help_text.splitlines() if "--patience" in l])
+    grid = ["compare", "--task", "formula", "--model", "sim", "--base-url", base_url,
+            "--strategies", "naive", "--batch-sizes", "2", "--train-limit", "4",
+            "--val-limit", "2", "--test-limit", "2", "--patience", "7", "--no-report",
+            "--out", str(folder / "grid")]
+    done = CliRunner().invoke(app, grid)
+    cell = folder / "grid" / "naive-b2-s0" / "config.json"
+    print("COMPARE-CONFIG:", json.loads(cell.read_text())["patience"] if cell.exists() else done.output)
 """
 
 
@@ -82,6 +93,8 @@ def test_a_setting_added_in_one_declaration_is_found_everywhere(tmp_path: Path) 
     assert "patience: 5 there, 6 here" in lines["RESUME"]
     assert "Iterations without progress before stopping." in lines["HELP"]
     assert "[default: 3]" in lines["HELP"]
+    assert "Iterations without progress before stopping." in lines["COMPARE-HELP"]
+    assert lines["COMPARE-CONFIG"] == "7"
 
 
 def test_an_unknown_setting_is_refused_by_name() -> None:

@@ -13,10 +13,8 @@ from combee.cli import options as opt
 from combee.cli.app import app, err, fail, run, stdout_console
 from combee.cli.compare_settings import merged
 from combee.cli.report import guarded, print_report
-from combee.cli.setting_options import option_help
-from combee.core.controller import DEFAULT_MAX_BATCH_SIZE, DEFAULT_TAU
+from combee.cli.setting_options import with_setting_options
 from combee.llm.connect import Endpoint
-from combee.llm.types import DEFAULT_MAX_TOKENS
 from combee.report.spec import load_spec
 from combee.runs.layout import CACHE_FILE
 from combee.settings import SETTINGS
@@ -25,10 +23,13 @@ if TYPE_CHECKING:
     from combee.report import Cell, CompareResult
 
 
-_HELP = {item.name: option_help(item) for item in SETTINGS}
+CELL_SETTINGS = tuple(item for item in SETTINGS if item.name != "seed")
+"""The settings every cell takes, one flag each as ``combee train`` has them; each cell's seed
+comes from ``--seeds``."""
 
 
 @app.command("compare")
+@with_setting_options(CELL_SETTINGS)
 @opt.with_endpoint_options()
 def compare_command(
     ctx: typer.Context,
@@ -46,29 +47,9 @@ def compare_command(
     seeds: Annotated[str, typer.Option(help="Comma-separated seeds.")] = "0",
     task: opt.Task = "formula",
     method: Annotated[str, typer.Option(help="ace (playbook) | gepa (system prompt).")] = "ace",
-    epochs: Annotated[int, typer.Option()] = 1,
-    train_limit: Annotated[int | None, typer.Option(help=_HELP["train_limit"])] = None,
-    val_limit: Annotated[int | None, typer.Option(help=_HELP["val_limit"])] = None,
-    test_limit: Annotated[int | None, typer.Option(help=_HELP["test_limit"])] = None,
-    val_every: Annotated[int, typer.Option(help="Validate every N iterations (0: per epoch).")] = 0,
-    duplication: Annotated[int, typer.Option(help="Copies p of each reflection (combee).")] = 2,
-    fan_in: Annotated[int, typer.Option(help="Most updates one merge call sees.")] = 32,
-    max_batch_size: Annotated[
-        int, typer.Option(help="auto: the largest batch size it may choose.")
-    ] = DEFAULT_MAX_BATCH_SIZE,
-    tau: Annotated[float, typer.Option(help="auto: the marginal epoch-time gain.")] = DEFAULT_TAU,
-    token_budget: Annotated[int, typer.Option(help="Playbook token cap (0: none).")] = 8000,
-    temperature: Annotated[float, typer.Option()] = 0.0,
-    max_tokens: Annotated[
-        int, typer.Option(help="Completion tokens per call.")
-    ] = DEFAULT_MAX_TOKENS,
-    max_metric_calls: Annotated[int, typer.Option(help="gepa: budget of rollouts.")] = 200,
-    data: opt.Data = None,
-    scorer: opt.Scorer = "exact",
     initial_playbook: Annotated[
         Path | None, typer.Option(help="Start every cell from this playbook (gepa: prompt).")
     ] = None,
-    baseline: Annotated[bool, typer.Option(help="Also score the start context on test.")] = False,
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="No response cache (default: one per cell).")
     ] = False,
@@ -106,7 +87,7 @@ def compare_command(
         **options,
     }
     grid_spec = guarded(lambda: load_spec(spec)) if spec is not None else None
-    settings = merged(ctx, flags, grid_spec)
+    settings = merged(ctx, flags, grid_spec, CELL_SETTINGS)
     endpoint: dict[str, Any] = settings["endpoint"]
     progress = ConsoleProgress(err)
 

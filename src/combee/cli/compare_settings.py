@@ -3,35 +3,20 @@ over the spec, the spec over the flag's default."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import typer
 
 from combee.cli.options import ENDPOINT_OPTIONS, endpoint_field, on_command_line
+from combee.cli.setting_options import settings_from_options
+from combee.core.settings import Declared
 from combee.report.spec import GridSpec
 
-TRAIN_FLAGS = {
-    "method": "method",
-    "epochs": "epochs",
-    "train_limit": "train_limit",
-    "val_limit": "val_limit",
-    "test_limit": "test_limit",
-    "val_every": "val_every",
-    "duplication": "duplication",
-    "fan_in": "fan_in",
-    "max_batch_size": "max_batch_size",
-    "tau": "tau",
-    "token_budget": "token_budget",
-    "temperature": "temperature",
-    "max_tokens": "max_tokens",
-    "max_metric_calls": "max_metric_calls",
-    "data": "data",
-    "scorer": "scorer",
-    "initial_playbook": "initial_context",
-    "baseline": "baseline",
-}
-"""Flags that set a ``combee.train`` keyword (flag parameter -> keyword)."""
+TRAIN_FLAGS = {"method": "method", "initial_playbook": "initial_context"}
+"""Flags of ``combee compare`` that set a ``combee.train`` keyword and are not declared
+settings (flag parameter -> keyword); every declared setting is a flag of its own name."""
 ENDPOINT_FLAGS = {
     name: endpoint_field(name) for name in ENDPOINT_OPTIONS if endpoint_field(name) != "prices"
 }
@@ -51,7 +36,12 @@ def _seeds(text: str) -> list[int | str]:
     return [int(p) if p.lstrip("-").isdigit() else p for p in _csv(text)]
 
 
-def merged(ctx: typer.Context, flags: dict[str, Any], spec: GridSpec | None) -> dict[str, Any]:
+def merged(
+    ctx: typer.Context,
+    flags: dict[str, Any],
+    spec: GridSpec | None,
+    declared: Sequence[Declared] = (),
+) -> dict[str, Any]:
     """The grid's settings: a flag given on the command line wins over the spec, the spec over
     the flag's default (or its environment variable)."""
 
@@ -78,8 +68,9 @@ def merged(ctx: typer.Context, flags: dict[str, Any], spec: GridSpec | None) -> 
     for name, keyword in TRAIN_FLAGS.items():
         if given(name) or keyword not in train:
             train[keyword] = flags[name]
-    if train.get("token_budget") == 0:
-        train["token_budget"] = None
+    for name, value in settings_from_options(declared, flags).items():
+        if given(name) or name not in train:
+            train[name] = value
     endpoint = dict(spec.endpoint)
     for name, field_name in ENDPOINT_FLAGS.items():
         if given(name) or field_name not in endpoint:
