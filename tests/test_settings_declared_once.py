@@ -23,7 +23,7 @@ from combee.sim.ace_script import ace_responder
 ADD_A_SETTING = """
     from dataclasses import dataclass
     import combee.core.loop_settings as declared
-    from combee.core.settings import setting
+    from combee.declare import setting
 
     @dataclass(frozen=True)
     class LoopSettings(declared.LoopSettings):
@@ -75,7 +75,8 @@ CHECKS = """
             "--out", str(folder / "grid")]
     done = CliRunner().invoke(app, grid)
     cell = folder / "grid" / "naive-b2-s0" / "config.json"
-    print("COMPARE-CONFIG:", json.loads(cell.read_text())["patience"] if cell.exists() else done.output)
+    found = json.loads(cell.read_text())["patience"] if cell.exists() else done.output
+    print("COMPARE-CONFIG:", found)
 """
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from combee.api import train_async
 from combee.core.loop_settings import SPLIT_SETTINGS, LoopSettings
-from combee.core.settings import declared
+from combee.declare import declared
 from combee.errors import ConfigError
 from combee.methods.ace.traces import TRANSCRIPT_TOKENS
 from combee.results import TrainResult

@@ -1,4 +1,4 @@
-"""Every setting of a training run, each declared once (see :mod:`combee.core.settings`).
+"""Every setting of a training run, each declared once (see :mod:`combee.declare`).
 
 :class:`RunSettings` gathers the settings each part declares: the loop's
 (:mod:`combee.core.loop_settings`), the task's (:mod:`combee.tasks.settings`), ACE's
@@ -16,7 +16,7 @@ from typing import Any
 
 from combee.core.batch_settings import AutoBatchSettings
 from combee.core.loop_settings import LoopSettings
-from combee.core.settings import Declared, build, declared
+from combee.declare import Declared, build, declared
 from combee.methods.ace.settings import AceSettings
 from combee.methods.gepa.settings import GepaSettings
 from combee.strategies.settings import CombeeSettings, TopKSettings

@@ -11,7 +11,7 @@ import typer
 
 from combee.cli.options import ENDPOINT_OPTIONS, endpoint_field, on_command_line
 from combee.cli.setting_options import settings_from_options
-from combee.core.settings import Declared
+from combee.declare import Declared
 from combee.report.spec import GridSpec
 
 TRAIN_FLAGS = {"method": "method", "initial_playbook": "initial_context"}

@@ -13,7 +13,7 @@ from combee.cli.setting_options import settings_from_options, with_setting_optio
 from combee.cli.train import print_done, resume_run
 from combee.core.batch_settings import AutoBatchSettings
 from combee.core.loop_settings import SPLIT_SETTINGS, LoopSettings
-from combee.core.settings import declared
+from combee.declare import declared
 from combee.methods.ace.settings import AceSettings
 from combee.methods.ace.traces import TRANSCRIPT_TOKENS
 from combee.runs.layout import CACHE_FILE

@@ -11,7 +11,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from combee.core.settings import Declared
+from combee.declare import Declared
 from combee.errors import ConfigError
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from combee.core.controller import DEFAULT_MAX_BATCH_SIZE, DEFAULT_TAU
-from combee.core.settings import SettingsGroup, setting
+from combee.declare import SettingsGroup, setting
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from combee.core.settings import SettingsGroup, setting
+from combee.declare import SettingsGroup, setting
 from combee.llm.types import DEFAULT_MAX_TOKENS
 
 

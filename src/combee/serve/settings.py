@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from combee.core.settings import SettingsGroup, checked, declared, setting
+from combee.declare import SettingsGroup, checked, declared, setting
 from combee.errors import ConfigError
 
 ACTIVATION = ("always", "checked")

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from combee.core.capacity import GROUP_RULES
 from combee.core.scan import DEFAULT_FAN_IN
-from combee.core.settings import SettingsGroup, setting
+from combee.declare import SettingsGroup, setting
 
 MAX_DUPLICATION = 16
 """Copies of a reflection beyond this add calls, not coverage (the paper uses 2)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from combee.core.settings import SettingsGroup, setting
+from combee.declare import SettingsGroup, setting
 
 FOLLOWS = "as many as the training limit, all without one"
 """What a validation or test limit not given means: a small run is small throughout."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from combee.core.settings import SettingsGroup, setting
+from combee.declare import SettingsGroup, setting
 
 
 @dataclass(frozen=True)
