@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
+import sys
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -47,12 +48,17 @@ def setting(
     none: str = "",
     cli_zero_is_none: bool = False,
     choices: tuple[str, ...] = (),
+    flag: str | None = "",
+    envvar: str | None = None,
 ) -> Any:
-    """A declared setting: a dataclass field with its default, help and bounds."""
+    """A declared setting: a dataclass field with its default, help and bounds. ``flag`` is
+    its command-line option's name when that differs from the setting's (``None``: it has no
+    flag of its own); ``envvar`` the environment variable the option falls back to."""
     bounds = Bounds(
         least=least, most=most, none=none, cli_zero_is_none=cli_zero_is_none, choices=choices
     )
-    return dataclasses.field(default=default, metadata={"help": help, "bounds": bounds})
+    shown = {"help": help, "bounds": bounds, "flag": flag, "envvar": envvar}
+    return dataclasses.field(default=default, metadata=shown)
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,15 @@ class Declared:
     help: str
     bounds: Bounds
     owner: str
+    flag: str | None = ""
+    """The command-line option's name ("": the setting's own; None: no option of its own)."""
+    envvar: str | None = None
+    """The environment variable the option falls back to."""
+
+    @property
+    def option(self) -> str | None:
+        """The option's parameter name (``timeout`` for ``timeout_s``), or None."""
+        return None if self.flag is None else (self.flag or self.name)
 
     @property
     def base(self) -> type:
@@ -87,7 +102,7 @@ class SettingsGroup:
 def declared(group: type[Any]) -> list[Declared]:
     """The settings of ``group`` (a settings dataclass, possibly made of several), each with
     the owner of the group that declared it."""
-    hints = typing.get_type_hints(group)
+    hints = _hints(group)
     found = []
     for field in dataclasses.fields(group):
         owner = next(
@@ -106,9 +121,28 @@ def declared(group: type[Any]) -> list[Declared]:
                 help=field.metadata.get("help", ""),
                 bounds=field.metadata.get("bounds", Bounds()),
                 owner=owner,
+                flag=field.metadata.get("flag", ""),
+                envvar=field.metadata.get("envvar"),
             )
         )
     return found
+
+
+def _hints(group: type[Any]) -> dict[str, Any]:
+    """The field types of ``group``; a field whose type is imported for type checkers alone
+    (a heavy module the command line should not load) is read as ``Any``."""
+    try:
+        return typing.get_type_hints(group)
+    except NameError:
+        found: dict[str, Any] = {}
+        for base in reversed(group.__mro__):
+            space = vars(sys.modules[base.__module__])
+            for name, written in inspect.get_annotations(base).items():
+                try:
+                    found[name] = eval(written, space) if isinstance(written, str) else written
+                except NameError:
+                    found[name] = Any
+        return found
 
 
 def checked(item: Declared, value: Any) -> Any:

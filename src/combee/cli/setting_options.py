@@ -25,8 +25,8 @@ def with_setting_options(items: Sequence[Declared], *, hidden: bool = False) -> 
             inspect.Parameter(
                 item.name,
                 inspect.Parameter.KEYWORD_ONLY,
-                default=_cli_default(item),
-                annotation=_cli_annotation(item, hidden=hidden),
+                default=setting_default(item),
+                annotation=setting_annotation(item, hidden=hidden),
             )
             for item in items
         ]
@@ -80,6 +80,7 @@ def settings_from_options(items: Sequence[Declared], values: Mapping[str, Any]) 
 
 PANELS = {
     "": "Training",
+    "endpoint": "Endpoint",
     "ace": "ACE method",
     "gepa": "GEPA method",
     "combee": "Strategy combee",
@@ -106,7 +107,8 @@ def in_panel(annotation: Any, panel: str | None = None) -> Any:
     return Annotated[kind, info]
 
 
-def _cli_default(item: Declared) -> Any:
+def setting_default(item: Declared) -> Any:
+    """The default of ``item``'s flag (0 where the flag takes 0 for None)."""
     if item.bounds.cli_zero_is_none and item.default is None:
         return 0
     return item.default
@@ -119,16 +121,17 @@ def option_help(item: Declared) -> str:
         help_text += f" (0: {item.bounds.none or 'none'})"
     elif item.optional and item.bounds.none:
         help_text += f" (default: {item.bounds.none})"
-    owner = {"": "", "auto": "batch size auto: "}.get(item.owner, f"{item.owner}: ")
+    owner = {"": "", "auto": "batch size auto: ", "endpoint": ""}.get(item.owner, f"{item.owner}: ")
     return owner + help_text
 
 
-def _cli_annotation(item: Declared, *, hidden: bool = False) -> Any:
+def setting_annotation(item: Declared, *, hidden: bool = False) -> Any:
+    """``item``'s flag as a typer option: its type, help, environment variable and panel."""
     if item.bounds.cli_zero_is_none:
         kind: Any = item.base
     elif item.optional:
         kind = item.base | None
     else:
         kind = item.base
-    option = typer.Option(help=option_help(item), hidden=hidden)
+    option = typer.Option(help=option_help(item), hidden=hidden, envvar=item.envvar)
     return in_panel(Annotated[kind, option], PANELS.get(item.owner, f"Strategy {item.owner}"))

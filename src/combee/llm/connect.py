@@ -13,9 +13,10 @@ import os
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 from urllib.parse import urlsplit
 
+from combee.declare import Declared, checked, declared, setting
 from combee.errors import ConfigError
 from combee.llm.accounting import Prices
 from combee.llm.guards import MAX_CONCURRENCY, MAX_FAILURES_IN_A_ROW, check_limits
@@ -54,25 +55,78 @@ class Endpoint:
 
     Pass it as ``llm=`` to :func:`combee.train` or :func:`combee.evaluate` (the run connects,
     and closes the client when it ends: the right choice in synchronous code), or call
-    :meth:`connect` for a client of your own. The fields are those of :func:`connect`.
+    :meth:`connect` for a client of your own. The fields are those of :func:`connect`,
+    each declared once (:mod:`combee.declare`): the command line's endpoint flags, the
+    validation and the run's ``config.json`` derive from the declarations.
     """
 
-    model: str = DEFAULT_MODEL
-    base_url: str | None = None
-    api_key_env: str = DEFAULT_KEY_ENV
-    client: str = "openai"
-    json_mode: str = DEFAULT_JSON_MODE
-    concurrency: int | None = None
-    max_retries: int = 4
-    timeout_s: float = 120.0
-    cache: str | os.PathLike[str] | ResponseCache | None = None
-    prices: Prices | tuple[float, float] | None = None
-    seed: int | None = 0
-    redact: bool = True
-    max_failures_in_a_row: int | None = MAX_FAILURES_IN_A_ROW
-    context_window: int | None = None
+    OWNER: ClassVar[str] = "endpoint"
+
+    model: str = setting(
+        DEFAULT_MODEL,
+        "Model name at the endpoint, or local[:qwen2.5-1.5b|smollm2|PATH.gguf] for the "
+        "embedded model.",
+        envvar="COMBEE_MODEL",
+    )
+    base_url: str | None = setting(
+        None,
+        "OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1.",
+        none="OPENAI_BASE_URL, else OpenAI's",
+        envvar="COMBEE_BASE_URL",
+    )
+    api_key_env: str = setting(
+        DEFAULT_KEY_ENV, "Name of the environment variable holding the API key."
+    )
+    client: str = setting(
+        "openai",
+        "HTTP client: openai (the SDK) | lean (same wire format, less CPU).",
+        choices=CLIENTS,
+    )
+    json_mode: str = setting(
+        DEFAULT_JSON_MODE,
+        "How schemas reach the server: json_schema | json_object_schema (llama.cpp) | "
+        "json_object | none.",
+        choices=JSON_MODES,
+    )
+    concurrency: int | None = setting(
+        None,
+        "Most LLM calls in flight at once.",
+        least=1,
+        none="the run's largest batch or evaluation set, up to 1024",
+    )
+    max_retries: int = setting(4, "Retries per call on 429/5xx/timeouts.", least=0)
+    timeout_s: float = setting(120.0, "Seconds per LLM call attempt.", flag="timeout")
+    cache: str | os.PathLike[str] | ResponseCache | None = setting(
+        None, "SQLite response cache: a path, or an open ResponseCache.", flag=None
+    )
+    prices: Prices | tuple[float, float] | None = setting(
+        None,
+        "USD per million prompt and completion tokens (flags --price-prompt, --price-completion).",
+        flag=None,
+    )
+    seed: int | None = setting(0, "Sampling seed sent with every request.", flag=None)
+    redact: bool = setting(
+        True, "Replace keys, tokens, passwords and e-mail addresses in all LLM traffic."
+    )
+    max_failures_in_a_row: int | None = setting(
+        MAX_FAILURES_IN_A_ROW,
+        "Stop the run when this many LLM calls in a row fail for good.",
+        least=1,
+        none="never",
+        cli_zero_is_none=True,
+    )
+    context_window: int | None = setting(
+        None,
+        "Tokens one call may read and write together: the embedded model's context, or what "
+        "your server allows (combee's groups then fit prompts to it).",
+        least=MIN_CONTEXT_WINDOW,
+        none="the embedded model's 8192; unknown for an endpoint",
+    )
 
     def __post_init__(self) -> None:
+        for item in ENDPOINT_SETTINGS:
+            if item.flag is not None:  # the cache, prices and seed are checked below
+                checked(item, getattr(self, item.name))
         if not isinstance(self.model, str) or not self.model:
             raise ConfigError(
                 f"must name a model at the endpoint, or local (got {self.model!r})",
@@ -136,8 +190,16 @@ class Endpoint:
                 else None,
             },
         )
+        for item in ENDPOINT_SETTINGS:  # recorded in config.json, but the cache and prices,
+            if item.flag is not None:  # which the client records in its own form
+                llm.settings.setdefault(item.name, getattr(self, item.name))
         llm.endpoint = self  # so a copy can be made in another process (see LLM.__reduce__)
         return llm
+
+
+ENDPOINT_SETTINGS: tuple[Declared, ...] = tuple(declared(Endpoint))
+"""The endpoint's settings as declared: the command line's endpoint options, the validation
+and ``config.json`` derive from them."""
 
 
 def _check_base_url(base_url: str | None) -> None:
@@ -198,22 +260,8 @@ def connect(
     it). The client is
     bound to the event loop it first runs on; close it with ``await llm.aclose()``.
     """
-    return Endpoint(
-        model,
-        base_url=base_url,
-        api_key_env=api_key_env,
-        client=client,
-        json_mode=json_mode,
-        concurrency=concurrency,
-        max_retries=max_retries,
-        timeout_s=timeout_s,
-        cache=cache,
-        prices=prices,
-        seed=seed,
-        redact=redact,
-        max_failures_in_a_row=max_failures_in_a_row,
-        context_window=context_window,
-    ).connect()
+    # The parameters are the Endpoint's fields, in order (tests/test_endpoint_declared.py).
+    return Endpoint(**locals()).connect()
 
 
 FILES_KEPT_FREE = 64
