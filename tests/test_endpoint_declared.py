@@ -6,14 +6,10 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 from combee.llm.connect import ENDPOINT_SETTINGS, Endpoint, connect
-from combee.sim import serve_in_thread
-from combee.sim.ace_script import ace_responder
+from tests.test_settings_declared_once import lines_printed
 
 
 def test_connect_takes_the_endpoint_fields_in_order() -> None:
@@ -74,14 +70,7 @@ CHECKS = """
 
 
 def test_an_endpoint_setting_added_in_one_declaration_is_found_everywhere(tmp_path: Path) -> None:
-    script = textwrap.dedent(ADD_A_SETTING) + textwrap.dedent(CHECKS)
-    with serve_in_thread(ace_responder) as server:
-        done = subprocess.run(
-            [sys.executable, "-c", script, server.base_url, str(tmp_path / "run")],
-            capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
+    lines = lines_printed(ADD_A_SETTING, CHECKS, tmp_path / "run")
     assert lines["VALIDATION"] == "retry_after_cap must be at least 1.0 (got 0.5)"
     assert "Longest wait a Retry-After header may ask for." in lines["HELP"]
     assert lines["CONFIG"] == "7.0"

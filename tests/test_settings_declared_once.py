@@ -80,15 +80,21 @@ CHECKS = """
 """
 
 
-def test_a_setting_added_in_one_declaration_is_found_everywhere(tmp_path: Path) -> None:
-    script = textwrap.dedent(ADD_A_SETTING) + textwrap.dedent(CHECKS)
+def lines_printed(added: str, checks: str, folder: Path) -> dict[str, str]:
+    """What the script ``added`` + ``checks`` printed (``NAME: value`` lines), run in a fresh
+    interpreter with the scripted server's URL and ``folder`` as its arguments."""
+    script = textwrap.dedent(added) + textwrap.dedent(checks)
     with serve_in_thread(ace_responder) as server:
         done = subprocess.run(
-            [sys.executable, "-c", script, server.base_url, str(tmp_path / "run")],
+            [sys.executable, "-c", script, server.base_url, str(folder)],
             capture_output=True, text=True, timeout=300, check=False,
         )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
+    return dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
+
+
+def test_a_setting_added_in_one_declaration_is_found_everywhere(tmp_path: Path) -> None:
+    lines = lines_printed(ADD_A_SETTING, CHECKS, tmp_path / "run")
     assert lines["VALIDATION"] == "patience must be a whole number of at least 1 (got 0)"
     assert lines["CONFIG"] == "5"
     assert "patience: 5 there, 6 here" in lines["RESUME"]
