@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -142,11 +143,6 @@ async def test_a_failed_call_carries_its_role_kind_status_and_attempts() -> None
     assert error.kind is not None and error.kind not in ("429", "5xx")
 
 
-async def test_train_refuses_to_run_inside_an_event_loop() -> None:
-    with pytest.raises(ConfigError, match="train_async"):
-        combee.train("formula", llm=Endpoint("sim", base_url="http://127.0.0.1:9/v1"))
-
-
 def test_a_start_playbook_that_does_not_parse_is_named_and_nothing_is_written(
     tmp_path: Path,
 ) -> None:
@@ -164,12 +160,24 @@ def test_a_start_playbook_that_does_not_parse_is_named_and_nothing_is_written(
     assert not (tmp_path / "run").exists()
 
 
-async def test_a_sync_entry_point_inside_a_running_loop_names_the_one_to_await() -> None:
-    for call, name in (
-        (lambda: combee.train("formula", llm="sim"), "combee.train_async"),
-        (lambda: combee.evaluate("formula", llm="sim"), "combee.evaluate_async"),
-        (lambda: combee.learn(["tau-airline"], llm="sim"), "combee.learn_async"),
-    ):
-        with pytest.raises(combee.ConfigError, match=f"await {name}") as caught:
-            call()
-        assert "running event loop" in str(caught.value)
+async def test_a_sync_entry_point_inside_a_running_loop_runs_on_a_thread_of_its_own(
+    server: RunningServer,
+) -> None:
+    # As in a notebook: this test's event loop is running while combee.train is called.
+    threads: list[int] = []
+
+    class Where(combee.LoopObserver):
+        def on_run_start(self, config: Any) -> None:
+            threads.append(threading.get_ident())
+
+    result = combee.train(
+        "formula", strategy="naive", batch_size=2, train_limit=2, val_limit=0, test_limit=1,
+        llm=Endpoint("sim", base_url=server.base_url), observers=[Where()],
+    )  # fmt: skip
+    assert isinstance(result, combee.TrainResult)
+    assert result.summary["test_samples"] == 1 and result.summary["iterations"] == 1
+    assert len(threads) == 1 and threads[0] != threading.get_ident()
+    # A user's error comes back from that thread as it was raised.
+    with pytest.raises(ConfigError) as caught:
+        combee.train("formula", llm=Endpoint("sim", base_url="http://127.0.0.1:9/v1"), epochs=0)
+    assert caught.value.setting == "epochs"
