@@ -4,6 +4,7 @@ model) show in a log."""
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 from rich.console import Console
@@ -54,7 +55,8 @@ def test_a_validation_counts_its_own_samples_and_training_goes_on_from_where_it_
             observers=[watch],
         )  # fmt: skip
     watch.close()
-    counted = [line.split(" (")[0] for line in out.getvalue().splitlines() if line.endswith("s)")]
+    shown = out.getvalue().splitlines()
+    counted = [line.split(" (")[0] for line in shown if " done (" in line]
     validate = ["validate: 1/3 done", "validate: 2/3 done", "validate: 3/3 done"]
     assert counted == [
         "train: 1/4 done", "train: 2/4 done", *validate,
@@ -62,4 +64,8 @@ def test_a_validation_counts_its_own_samples_and_training_goes_on_from_where_it_
         "test: 1/1 done",
     ]  # fmt: skip
     assert "validate: accuracy" not in out.getvalue()  # the iteration's line has it
+    # The test after training is no validation: its result has a line of its own.
+    tested = [line.split(" (")[0] for line in shown if line.startswith("test: ")]
+    assert len(tested) == 2 and tested[0] == "test: 1/1 done"
+    assert re.fullmatch(r"test: accuracy \d\.\d{3} on 1 samples", tested[1])
     assert out.getvalue().count("  val ") == 2

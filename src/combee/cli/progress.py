@@ -19,7 +19,7 @@ from rich.progress import (
 
 from combee.core.controller import BatchDecision
 from combee.core.evaluate import Evaluation, SampleFailure
-from combee.core.loop import IterationReport, LoopObserver
+from combee.core.loop import VALIDATE, IterationReport, LoopObserver
 from combee.episodes import episode_summary, has_episodes, invalid_steps
 
 LOG_EVERY_S = 10.0
@@ -149,7 +149,8 @@ class ConsoleProgress(LoopObserver):
         )
 
     def on_evaluation_start(self, label: str, samples: int) -> None:
-        self._paused = (self._done, self._started) if self._training else None
+        # A validation pauses training; any other evaluation (the test) comes after it.
+        self._paused = (self._done, self._started) if self._training and label == VALIDATE else None
         self._start(label, samples)
         if self._paused is not None:
             self._describe()  # "iteration N: validate"
