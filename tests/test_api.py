@@ -94,6 +94,7 @@ async def test_names_and_objects_are_interchangeable(server: RunningServer) -> N
         ({"duplication": 1.5}, "duplication"),
         ({"fan_in": 1}, "fan_in"),
         ({"strategy": "sequential", "batch_size": "auto"}, "batch_size"),
+        ({"progress": "yes"}, "progress"),
     ],
 )
 def test_a_bad_setting_raises_config_error_naming_the_parameter(
@@ -141,6 +142,28 @@ async def test_a_failed_call_carries_its_role_kind_status_and_attempts() -> None
     error = raised.value
     assert (error.role, error.status, error.attempts) == ("generator", 400, 1)
     assert error.kind is not None and error.kind not in ("429", "5xx")
+
+
+def test_the_docs_progress_observer_runs_as_written(
+    server: RunningServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    example = first_python_block(text[text.index("## Progress in a terminal") :])
+    task = combee.SampleTask(
+        "percent",
+        train=[
+            Sample(id=f"q{i}", question=f"What is {i}% of 100?", answer=str(i)) for i in range(4)
+        ],
+        test=[Sample(id="t", question="What is 5% of 100?", answer="5")],
+        scorer=lambda prediction, sample: prediction == sample.answer,
+    )
+    llm = Endpoint("sim", base_url=server.base_url)
+    namespace: dict[str, Any] = {"combee": combee, "task": task, "llm": llm}
+    exec(compile(example, str(DOCS), "exec"), namespace)
+    assert isinstance(namespace["result"], combee.TrainResult)
+    printed = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in printed] == ["iteration 1", "test"]
+    assert re.fullmatch(r"test: accuracy \d\.\d{3} on 1 samples", printed[1])
 
 
 def test_a_start_playbook_that_does_not_parse_is_named_and_nothing_is_written(

@@ -10,8 +10,8 @@ import pytest
 from rich.console import Console
 
 import combee
-from combee.cli import progress
-from combee.cli.progress import ConsoleProgress
+from combee.progress import ConsoleProgress
+from combee.progress import console as progress
 from combee.sim import serve_in_thread
 from combee.sim.ace_script import ace_responder
 

@@ -40,6 +40,7 @@ from combee.evaluation import observed_evaluation
 from combee.llm.client import LLM
 from combee.plan import plan_of
 from combee.prepare import prepared
+from combee.progress import ProgressArg, progress_observer
 from combee.resolve import (
     LLMArg,
     changed_by_user,
@@ -87,6 +88,7 @@ async def train_async(
     run_dir: str | os.PathLike[str] | None = None,
     overwrite: bool = False,
     observers: Sequence[LoopObserver] = (),
+    progress: ProgressArg = None,
     executor: Executor | None = None,
     initial_context: Any = None,
     preflight: bool = True,
@@ -108,8 +110,11 @@ async def train_async(
     ``llm``: a :class:`combee.llm.Endpoint` or a model name (connected once every other
     setting is checked, closed at the end), or a client from :func:`combee.llm.connect` (the
     caller's to close). ``run_dir``: where config, metrics, context versions and
-    results go (None: nothing is written). ``initial_context``: a file (``Path``), a text or a
-    context object to start from. ``record`` adds entries to ``config.json``;
+    results go (None: nothing is written). ``observers`` watch the run (see
+    :class:`combee.LoopObserver`). ``progress``: None shows the run's progress where a person is
+    watching (a terminal, a Jupyter notebook) and not elsewhere (a pipe, a log, CI); True or
+    False to choose; an observer to show it your way. ``initial_context``: a file (``Path``), a
+    text or a context object to start from. ``record`` adds entries to ``config.json``;
     ``method_options`` go to a named method's factory as they are (not into the config).
     ``settings``: the run's settings by name (``epochs``, ``seed``, ``token_budget``, ...), each
     declared once in :mod:`combee.settings` with its default, bounds and help (the table is in
@@ -130,7 +135,8 @@ async def train_async(
             setting="pipeline",
         )
     seed = settings_.seed
-    watchers = ObserverGroup(observers)
+    shown = progress_observer(progress)
+    watchers = ObserverGroup([*([] if shown is None else [shown]), *observers])
     schedule, batch_label = schedule_of(
         batch_size,
         the_strategy,

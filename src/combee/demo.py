@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from combee.api import train_async
-from combee.core.loop import LoopObserver
+from combee.progress import ProgressArg
 from combee.resolve import LLMArg
 
 
@@ -20,7 +19,7 @@ async def run_demo(
     test: int = 4,
     seed: int = 0,
     out: Path = Path("runs/demo"),
-    observers: Sequence[LoopObserver] = (),
+    progress: ProgressArg = None,
 ) -> list[str]:
     """Train with the ``combee`` strategy on ``train`` Formula questions, score ``test`` before
     and after; the lines that summarise it."""
@@ -32,7 +31,7 @@ async def run_demo(
         llm=llm,
         run_dir=out,
         overwrite=True,
-        observers=observers,
+        progress=progress,
         seed=seed,
         train_limit=train,
         val_limit=0,

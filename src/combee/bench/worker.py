@@ -149,6 +149,7 @@ async def _run(spec: RunSpec) -> dict[str, Any]:
             llm=llm,
             epochs=spec.epochs,
             observers=[iterations],
+            progress=False,
             seed=spec.seed,
             train_limit=spec.train_limit,
             val_limit=0,

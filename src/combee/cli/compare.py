@@ -77,7 +77,7 @@ def compare_command(
 ) -> None:
     """Train strategies × batch sizes × seeds, one run per cell, then write the report."""
     from combee.cli.compare_progress import CellProgress, cell_line
-    from combee.cli.progress import ConsoleProgress
+    from combee.progress import ConsoleProgress
     from combee.report import compare_async
 
     if cache is not None and no_cache:

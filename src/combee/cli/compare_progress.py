@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from combee.cli.flags import cli_message
-from combee.cli.progress import ConsoleProgress
 from combee.errors import CombeeError
+from combee.progress import ConsoleProgress
 from combee.report import Cell, CellResult, CompareObserver
 
 

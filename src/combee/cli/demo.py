@@ -22,8 +22,8 @@ def demo_command(
     **options: Any,
 ) -> None:
     """A short real Combee training on Formula: accuracy before and after, and the playbook."""
-    from combee.cli.progress import ConsoleProgress
     from combee.demo import run_demo
+    from combee.progress import ConsoleProgress
 
     progress = ConsoleProgress(err)
 
@@ -32,7 +32,7 @@ def demo_command(
         try:
             return await run_demo(
                 llm, train=train, batch_size=batch_size, test=test, seed=seed, out=out,
-                observers=[progress],
+                progress=progress,
             )  # fmt: skip
         finally:
             progress.close()

@@ -39,8 +39,8 @@ def eval_command(
     **options: Any,
 ) -> None:
     """Evaluate a saved playbook on a task split."""
-    from combee.cli.progress import ConsoleProgress
     from combee.evaluation import evaluate_async
+    from combee.progress import ConsoleProgress
 
     progress = ConsoleProgress(err, evaluation_lines=False)  # the result is printed below
 

@@ -75,8 +75,8 @@ def learn_command(
     **options: Any,
 ) -> None:
     """Learn a playbook from recorded agent trajectories, without re-running anything."""
-    from combee.cli.progress import ConsoleProgress
     from combee.learn import learn_async
+    from combee.progress import ConsoleProgress
     from combee.runs.run_dir import check_run_dir
 
     progress = ConsoleProgress(err)
@@ -96,7 +96,7 @@ def learn_command(
                 [str(t) for t in traces], format=format, tracking_uri=tracking_uri, since=since,
                 holdout_tasks=holdout_tasks, limit=limit, contrast=contrast,
                 transcript_tokens=transcript_tokens, strategy=strategy, batch_size=size,
-                llm=llm, run_dir=out, overwrite=overwrite, observers=[progress, *tracked],
+                llm=llm, run_dir=out, overwrite=overwrite, progress=progress, observers=tracked,
                 **settings_from_options([*LEARN_SETTINGS, *REFUSED], options),
             )  # fmt: skip
         finally:

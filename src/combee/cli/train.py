@@ -15,7 +15,7 @@ from combee.runs.layout import CACHE_FILE
 from combee.settings import SETTINGS
 
 if TYPE_CHECKING:
-    from combee.cli.progress import ConsoleProgress
+    from combee.progress import ConsoleProgress
     from combee.results import TrainResult
 
 
@@ -74,7 +74,7 @@ def train_command(
     the run takes the task's whole splits (formula: 500 train, 300 val, 200 test)."""
     # What a run needs is imported once it starts, so that the help comes up at once.
     from combee.api import train_async
-    from combee.cli.progress import ConsoleProgress
+    from combee.progress import ConsoleProgress
     from combee.runs.run_dir import check_run_dir
     from combee.tasks.registry import with_attack
 
@@ -107,7 +107,7 @@ def train_command(
             with opt.executor(executor, ray_address) as pool:
                 return await train_async(
                     the_task, method=method, strategy=strategy, batch_size=size, llm=llm,
-                    run_dir=out, overwrite=overwrite, observers=[progress, *tracked],
+                    run_dir=out, overwrite=overwrite, progress=progress, observers=tracked,
                     initial_context=initial_playbook, executor=pool,
                     **settings_from_options(SETTINGS, settings),
                 )  # fmt: skip
@@ -148,8 +148,8 @@ def agent_results(summary: dict[str, Any]) -> list[str]:
     """An agent run's outcome in words: the success rate on the test split with its 95%
     interval (and the baseline's), tasks gained and lost, invalid steps and, under an attack,
     how often the planted text was obeyed."""
-    from combee.cli.progress import success_text
     from combee.episodes import BASELINE_TEST_EPISODES_FILE, TEST_EPISODES_FILE
+    from combee.progress import success_text
 
     lines = []
     for prefix, label in (("baseline_test", "baseline test"), ("test", "test")):
@@ -185,8 +185,8 @@ def resume_run(folder: Path, progress: ConsoleProgress) -> None:
     async def go() -> TrainResult:
         try:
             tracker = MlflowTracker.continuing(folder)  # a tracked run goes on in its MLflow run
-            observers = [progress] if tracker is None else [progress, tracker]
-            return await resume_async(folder, observers=observers)
+            observers = [] if tracker is None else [tracker]
+            return await resume_async(folder, progress=progress, observers=observers)
         except ConfigError as error:
             if error.setting != "run_dir":
                 raise

@@ -159,7 +159,7 @@ async def compare_async(
     report: bool = True,
     title: str | None = None,
     overwrite: bool = False,
-    progress: CompareObserver | None = None,
+    progress: CompareObserver | bool | None = None,
     observers: Sequence[LoopObserver] | ObserversFactory = (),
     **settings: Any,
 ) -> CompareResult:
@@ -175,6 +175,9 @@ async def compare_async(
     ``overwrite``: then every cell trains again. A cell that fails is recorded and the rest go
     on. ``observers`` watch each cell's training loop: the same ones for every cell, or a
     function of ``(cell, run_dir)`` returning a cell's own (an MLflow tracker per cell, say).
+    ``progress``: each cell's training progress, as :func:`combee.train` takes it (None: shown
+    where a person is watching), or a :class:`CompareObserver` told as each cell starts and
+    ends (then the cells show no progress of their own: give ``observers`` for that).
     """
     cells = grid(strategies, batch_sizes, seeds)
     allowed = train_settings() | {"record", "executor"}
@@ -187,14 +190,16 @@ async def compare_async(
     if not overwrite:
         _refuse_other_settings(cells, root, task, llm, settings)
     result = CompareResult(out=root)
-    watcher = progress or CompareObserver()
+    watcher = progress if isinstance(progress, CompareObserver) else CompareObserver()
+    shown = progress if isinstance(progress, bool | None) else False
+    each = {**settings, "progress": shown}
     for index, cell in enumerate(cells, start=1):
         run_dir = root / cell.name
         if (run_dir / RESULTS_FILE).exists() and not overwrite:
             done = CellResult(cell, run_dir, "skipped", summary=_summary(run_dir))
         else:
             watcher.on_cell_start(cell, index, len(cells))
-            done = await _train_cell(task, cell, run_dir, llm, observers, settings)
+            done = await _train_cell(task, cell, run_dir, llm, observers, each)
         result.cells.append(done)
         watcher.on_cell_end(done, index, len(cells))
     if report:

@@ -40,7 +40,7 @@ RESERVED = {
     "llm": "[endpoint]",
 }
 """``combee.train`` keywords a grid sets per cell, and what to write instead."""
-NOT_IN_A_SPEC = {"overwrite", "observers", "executor", "record"}
+NOT_IN_A_SPEC = {"overwrite", "observers", "progress", "executor", "record"}
 ENDPOINT_KEYS = tuple(
     f.name for f in dataclasses.fields(Endpoint) if f.name not in ("cache", "seed")
 )

@@ -159,6 +159,7 @@ async def learn_round(
         run_dir=run_dir,
         overwrite=True,
         observers=[provenance],
+        progress=False,  # a round in the background of the gateway
         **options,
     )
     activate = True

@@ -1,4 +1,4 @@
-"""Live progress on the terminal (stderr) while a run goes on."""
+"""Live progress on a console (the terminal's stderr, or a log) while a run goes on."""
 
 from __future__ import annotations
 
@@ -27,7 +27,9 @@ LOG_EVERY_S = 10.0
 episodes on a local model, still show each one)."""
 
 
-def _bar(console: Console) -> Progress:
+def bar(console: Console, *, live: bool = True) -> Progress:
+    """The bar ``ConsoleProgress`` shows; ``live=False``: counted but never drawn by Rich (its
+    owner draws it)."""
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -35,13 +37,14 @@ def _bar(console: Console) -> Progress:
         TimeElapsedColumn(),
         console=console,
         transient=True,
+        disable=not live,
     )
 
 
 class ConsoleProgress(LoopObserver):
     """A bar for each evaluation and for training, one line per finished iteration, each batch
-    size decision and each evaluation's accuracy (an agent's: its success rate). Call
-    :meth:`close` when the run ends."""
+    size decision and each evaluation's accuracy (an agent's: its success rate). The bar goes
+    when the run ends (:meth:`close` takes it away sooner)."""
 
     def __init__(self, console: Console, *, evaluation_lines: bool = True) -> None:
         self.console = console
@@ -63,12 +66,26 @@ class ConsoleProgress(LoopObserver):
         self.close()
         self._label, self._done, self._total = description, 0, total
         self._started = self._printed = time.monotonic()
-        self._progress = _bar(self.console)
+        self._progress = self._new_bar()
         self._task = self._progress.add_task(description, total=total)
         self._progress.start()
+        self._redraw(now=True)
+
+    def _new_bar(self) -> Progress:
+        return bar(self.console)
+
+    def _redraw(self, *, now: bool = False) -> None:
+        """After the bar changed. On a console Rich's live display redraws it by itself;
+        ``now``: a change to show at once (a start, a new description, the end)."""
+
+    @property
+    def live(self) -> bool:
+        """Whether the bar is shown as it moves (else a line now and then says how far it got)."""
+        return self.console.is_terminal
 
     def close(self) -> None:
         if self._progress is not None:
+            self._redraw(now=True)
             self._progress.stop()
         self._progress, self._task, self._training = None, None, False
 
@@ -104,6 +121,7 @@ class ConsoleProgress(LoopObserver):
         if self._progress is not None and self._task is not None:
             description = f"iteration {self.iteration}: {self.phase}"
             self._progress.update(self._task, description=description)
+            self._redraw(now=True)
 
     def on_iteration_start(self, epoch: int, iteration: int, batch_size: int) -> None:
         if not self._training:
@@ -116,9 +134,10 @@ class ConsoleProgress(LoopObserver):
     def on_sample_done(self) -> None:
         if self._progress is not None and self._task is not None:
             self._progress.advance(self._task)
+            self._redraw()
         self._done += 1
         now = time.monotonic()
-        if self.console.is_terminal or now - self._printed < LOG_EVERY_S:
+        if self.live or now - self._printed < LOG_EVERY_S:
             return
         # No live bar off a terminal (a log file, CI): a line now and then instead.
         self._printed = now
@@ -163,7 +182,7 @@ class ConsoleProgress(LoopObserver):
             self._training, self._done, self._started = True, done, started
             if self._progress is not None and self._task is not None:
                 self._progress.update(self._task, completed=done)
-            self._describe()
+            self._describe()  # redraws
             return
         if not evaluation.samples or not self.evaluation_lines:
             return  # nothing was scored (learning from traces has no test split)
@@ -176,6 +195,9 @@ class ConsoleProgress(LoopObserver):
         self.console.print(
             f"{label}: {scored}{failed} ({seconds:.1f}s)", highlight=False, markup=False
         )
+
+    def on_run_end(self, summary: Mapping[str, Any] | None) -> None:
+        self.close()
 
     def on_batch_decision(self, decision: BatchDecision) -> None:
         measured = ", ".join(
