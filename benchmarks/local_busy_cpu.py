@@ -9,7 +9,7 @@ other between steps:
 
 - ``before``: what the backend did first: ``n_threads`` = ``n_threads_batch`` = every core,
   llama.cpp's default waiting (this wheel uses OpenMP, whose threads spin before sleeping);
-- ``backend``: :class:`~combee.llm.local_backend.LocalBackend` with its defaults as they are now;
+- ``backend``: :class:`~combee.llm.local.backend.LocalBackend` with its defaults as they are now;
 - ``T/POLICY``: ``T`` threads (a number) and an OpenMP waiting policy: ``spin`` (the default),
   ``spinN`` (``GOMP_SPINCOUNT=N``), ``passive`` (``OMP_WAIT_POLICY=PASSIVE``: sleep at once)
   or ``active``.
@@ -74,8 +74,8 @@ def child(setting: str, reps: int, prompt_tokens: int, gen_tokens: int) -> dict[
         # the parent gave is the one OpenMP reads.
         import llama_cpp
 
-    from combee.llm.local_backend import LocalBackend, available_cores, import_llama_cpp
-    from combee.llm.local_models import resolve_local_model
+    from combee.llm.local.backend import LocalBackend, available_cores, import_llama_cpp
+    from combee.llm.local.models import resolve_local_model
 
     model = str(resolve_local_model("local:smollm2"))
     n_ctx = prompt_tokens + gen_tokens + 64

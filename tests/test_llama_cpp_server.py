@@ -25,7 +25,7 @@ def _free_port() -> int:
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] is not installed")
     from combee.errors import ConfigError
-    from combee.llm.local_models import resolve_local_model
+    from combee.llm.local.models import resolve_local_model
 
     try:
         model = resolve_local_model("local:smollm2", progress=False)

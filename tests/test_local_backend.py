@@ -18,7 +18,7 @@ import pytest
 
 from combee.errors import ConfigError, LLMCallError
 from combee.llm.connect import THREADS_ENV, local_threads
-from combee.llm.local_backend import INSTALL_HINT, LocalBackend, PromptStateCache
+from combee.llm.local.backend import INSTALL_HINT, LocalBackend, PromptStateCache
 from combee.llm.types import JsonSchema, Request
 
 
@@ -49,7 +49,7 @@ ANSWER_SCHEMA = JsonSchema(
 @pytest.fixture(scope="module")
 def smollm2() -> Path:
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
-    from combee.llm.local_models import resolve_local_model
+    from combee.llm.local.models import resolve_local_model
 
     try:
         return resolve_local_model("local:smollm2", progress=False)
@@ -275,7 +275,7 @@ def test_the_thread_count_can_be_set(monkeypatch: pytest.MonkeyPatch) -> None:
 async def test_a_running_call_reports_its_progress_and_a_slow_one_draws_advice(
     smollm2: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("combee.llm.local_backend.SLOW_CALL_S", 0.0)  # every call is "slow"
+    monkeypatch.setattr("combee.llm.local.backend.SLOW_CALL_S", 0.0)  # every call is "slow"
     backend = LocalBackend(str(smollm2), n_ctx=1024, n_threads=1, progress_every_s=0.05)
     caplog.set_level(logging.INFO, logger="combee.llm")
     try:

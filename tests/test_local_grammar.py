@@ -147,7 +147,7 @@ CHECK = textwrap.dedent(
     """
     import json, sys
     import llama_cpp
-    from combee.llm.local_backend import grammar_accepted
+    from combee.llm.local.backend import grammar_accepted
     for line in sys.stdin:
         print(json.dumps(grammar_accepted(llama_cpp, json.loads(line))), flush=True)
     """
@@ -184,7 +184,7 @@ def test_every_bounded_grammar_parses_in_llama_cpp() -> None:
 
 def test_the_backend_never_sends_a_grammar_llama_cpp_refuses() -> None:
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
-    from combee.llm.local_backend import LocalBackend
+    from combee.llm.local.backend import LocalBackend
 
     backend = LocalBackend("never-loaded.gguf")
     curator = backend._response_format(ace_schemas.CURATOR, 2048)

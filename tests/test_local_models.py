@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from combee.errors import ConfigError
-from combee.llm import local_models
-from combee.llm.local_models import (
+from combee.llm.local import models as local_models
+from combee.llm.local.models import (
     KNOWN_LOCAL_MODELS,
     VERIFIED_SUFFIX,
     ExpectedFile,

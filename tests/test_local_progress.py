@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from combee.llm.local_progress import CallWatch
+from combee.llm.local.progress import CallWatch
 
 
 def test_the_work_is_counted_while_the_context_holds_fewer_tokens_than_before(

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from combee.llm.local_threads import FreeCores
+from combee.llm.local.threads import FreeCores
 
 
 class Counters:

@@ -33,7 +33,7 @@ JSON_MODES: tuple[JsonMode, ...] = typing.get_args(JsonMode)
 ClientName = Literal["openai", "lean"]
 CLIENTS: tuple[ClientName, ...] = ("openai", "lean")
 DEFAULT_MODEL = "local"
-"""The embedded local model (see :mod:`combee.llm.local_models`)."""
+"""The embedded local model (see :mod:`combee.llm.local.models`)."""
 
 MIN_CONTEXT_WINDOW = 512
 """A context window smaller than this holds no useful prompt and reply."""
@@ -353,8 +353,8 @@ def _cache(cache: str | os.PathLike[str] | ResponseCache | None) -> ResponseCach
 
 def _backend(endpoint: Endpoint, json_mode: JsonMode) -> Backend:
     if is_local(endpoint.model):
-        from combee.llm.local_backend import LocalBackend
-        from combee.llm.local_models import resolve_local_model
+        from combee.llm.local.backend import LocalBackend
+        from combee.llm.local.models import resolve_local_model
 
         return LocalBackend(
             str(resolve_local_model(endpoint.model)),

@@ -32,8 +32,8 @@ class LocalUpstream:
     """``llama_cpp.server`` for ``spec`` in a child process (:meth:`stop` ends it)."""
 
     def __init__(self, spec: str, *, context_window: int = 8192) -> None:
-        from combee.llm.local_models import resolve_local_model
-        from combee.llm.local_threads import FreeCores, available_cores
+        from combee.llm.local.models import resolve_local_model
+        from combee.llm.local.threads import FreeCores, available_cores
 
         try:
             import llama_cpp.server  # noqa: F401 - only whether it is installed

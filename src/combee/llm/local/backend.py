@@ -8,7 +8,7 @@ the previous prompt's key/value cache up to the longest shared prefix, and
 reflector, curator: each with its own prefix) still find theirs.
 
 Threads: unless ``n_threads`` is given, each call uses the cores other processes leave free
-(:class:`~combee.llm.local_threads.FreeCores`), and llama.cpp's OpenMP threads spin only briefly
+(:class:`~combee.llm.local.threads.FreeCores`), and llama.cpp's OpenMP threads spin only briefly
 before sleeping when they wait for each other (:data:`OMP_SPIN_COUNT`): on a busy CPU a call
 then slows by its lost share of the cores, not by orders of magnitude.
 
@@ -38,11 +38,11 @@ from typing import Any, Protocol, TypeVar, cast
 
 from combee.errors import ConfigError, LLMCallError
 from combee.llm.bounded import bounded_schema, longest_reply, open_schema
-from combee.llm.local_abort import AbortFlag
-from combee.llm.local_progress import PROGRESS_EVERY_S, SLOW_CALL_S, CallWatch, slow_call_advice
-from combee.llm.local_prompt_cache import PromptStateCache
-from combee.llm.local_threads import FreeCores, available_cores
-from combee.llm.local_tools import (
+from combee.llm.local.abort import AbortFlag
+from combee.llm.local.progress import PROGRESS_EVERY_S, SLOW_CALL_S, CallWatch, slow_call_advice
+from combee.llm.local.prompt_cache import PromptStateCache
+from combee.llm.local.threads import FreeCores, available_cores
+from combee.llm.local.tools import (
     offered_tools,
     prompt_messages,
     tool_completion,
@@ -129,7 +129,7 @@ class LocalBackend:
     ``n_threads``: the threads llama.cpp computes with. ``None`` (the default) adapts to the
     machine before each call: the cores this process may run on minus the cores other
     processes kept busy since the previous call (at least 0.1 s, measured from ``/proc/stat``;
-    see :class:`~combee.llm.local_threads.FreeCores`), at least 1. A number fixes the count.
+    see :class:`~combee.llm.local.threads.FreeCores`), at least 1. A number fixes the count.
     """
 
     def __init__(
@@ -347,7 +347,7 @@ class LocalBackend:
 
     def _arguments(self, request: Request, tool_schema: JsonSchema | None = None) -> dict[str, Any]:
         """llama-cpp-python's arguments; a request with tools or tool messages is written as
-        text (:mod:`combee.llm.local_tools`) and ``tool_schema`` holds its reply."""
+        text (:mod:`combee.llm.local.tools`) and ``tool_schema`` holds its reply."""
         arguments: dict[str, Any] = {
             "messages": prompt_messages(request)
             if request.uses_tools()
