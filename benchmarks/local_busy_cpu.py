@@ -74,8 +74,10 @@ def child(setting: str, reps: int, prompt_tokens: int, gen_tokens: int) -> dict[
         # the parent gave is the one OpenMP reads.
         import llama_cpp
 
-    from combee.llm.local.backend import LocalBackend, available_cores, import_llama_cpp
+    from combee.llm.local.backend import LocalBackend
+    from combee.llm.local.library import import_llama_cpp
     from combee.llm.local.models import resolve_local_model
+    from combee.llm.local.threads import available_cores
 
     model = str(resolve_local_model("local:smollm2"))
     n_ctx = prompt_tokens + gen_tokens + 64

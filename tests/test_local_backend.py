@@ -18,7 +18,9 @@ import pytest
 
 from combee.errors import ConfigError, LLMCallError
 from combee.llm.connect import THREADS_ENV, local_threads
-from combee.llm.local.backend import INSTALL_HINT, LocalBackend, PromptStateCache
+from combee.llm.local.backend import LocalBackend
+from combee.llm.local.library import INSTALL_HINT
+from combee.llm.local.prompt_cache import PromptStateCache
 from combee.llm.types import JsonSchema, Request
 
 
@@ -247,7 +249,7 @@ def test_the_token_limit_covers_the_grammars_longest_reply() -> None:
 
     backend = LocalBackend("never-loaded.gguf")
     request = question("What is 1 + 1?", json_schema=schemas.GENERATOR, max_tokens=256)
-    arguments = backend._arguments(request)
+    arguments = backend._call_arguments.for_request(request)
     fields = arguments["response_format"]["schema"]["properties"]
     # Each field at its bound: strings full, arrays full of full strings (with quotes, commas).
     longest = sum(
@@ -257,7 +259,7 @@ def test_the_token_limit_covers_the_grammars_longest_reply() -> None:
         for key, node in fields.items()
     )
     assert arguments["max_tokens"] >= longest > 256
-    plain = backend._arguments(question("What is 1 + 1?", max_tokens=256))
+    plain = backend._call_arguments.for_request(question("What is 1 + 1?", max_tokens=256))
     assert plain["max_tokens"] == 256
 
 

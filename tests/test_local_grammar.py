@@ -147,7 +147,7 @@ CHECK = textwrap.dedent(
     """
     import json, sys
     import llama_cpp
-    from combee.llm.local.backend import grammar_accepted
+    from combee.llm.local.call_arguments import grammar_accepted
     for line in sys.stdin:
         print(json.dumps(grammar_accepted(llama_cpp, json.loads(line))), flush=True)
     """
@@ -186,13 +186,13 @@ def test_the_backend_never_sends_a_grammar_llama_cpp_refuses() -> None:
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
     from combee.llm.local.backend import LocalBackend
 
-    backend = LocalBackend("never-loaded.gguf")
-    curator = backend._response_format(ace_schemas.CURATOR, 2048)
+    arguments = LocalBackend("never-loaded.gguf")._call_arguments
+    curator = arguments.response_format(ace_schemas.CURATOR, 2048)
     assert curator == {
         "type": "json_object",
         "schema": bounded_schema(ace_schemas.CURATOR.schema, 2048),
     }
-    assert backend._response_format(ace_schemas.CURATOR, 2048) is curator  # built once
+    assert arguments.response_format(ace_schemas.CURATOR, 2048) is curator  # built once
     # A bound the bounding leaves alone (a pattern's repetition) and llama.cpp refuses.
     hopeless = JsonSchema(
         "hopeless",
@@ -202,4 +202,4 @@ def test_the_backend_never_sends_a_grammar_llama_cpp_refuses() -> None:
         False,
         False,
     ]
-    assert backend._response_format(hopeless, 256) == {"type": "json_object"}
+    assert arguments.response_format(hopeless, 256) == {"type": "json_object"}

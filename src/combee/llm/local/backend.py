@@ -9,8 +9,8 @@ reflector, curator: each with its own prefix) still find theirs.
 
 Threads: unless ``n_threads`` is given, each call uses the cores other processes leave free
 (:class:`~combee.llm.local.threads.FreeCores`), and llama.cpp's OpenMP threads spin only briefly
-before sleeping when they wait for each other (:data:`OMP_SPIN_COUNT`): on a busy CPU a call
-then slows by its lost share of the cores, not by orders of magnitude.
+before sleeping when they wait for each other (:data:`~combee.llm.local.library.OMP_SPIN_COUNT`):
+on a busy CPU a call then slows by its lost share of the cores, not by orders of magnitude.
 
 Stopping: a running call is abortable. llama.cpp asks an abort callback at every step of its
 computation (prompt and generated tokens alike); the callback reads one byte this backend sets
@@ -22,11 +22,8 @@ call then ends within one step with an :class:`~combee.errors.LLMCallError`.
 from __future__ import annotations
 
 import asyncio
-import importlib
-import json
 import logging
 import os
-import sys
 import threading
 import time
 import weakref
@@ -37,26 +34,17 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
 from combee.errors import ConfigError, LLMCallError
-from combee.llm.bounded import bounded_schema, longest_reply, open_schema
 from combee.llm.local.abort import AbortFlag
+from combee.llm.local.call_arguments import CallArguments
+from combee.llm.local.library import import_llama_cpp
 from combee.llm.local.progress import PROGRESS_EVERY_S, SLOW_CALL_S, CallWatch, slow_call_advice
 from combee.llm.local.prompt_cache import PromptStateCache
 from combee.llm.local.threads import FreeCores, available_cores
-from combee.llm.local.tools import (
-    offered_tools,
-    prompt_messages,
-    tool_completion,
-    tool_reply_schema,
-)
-from combee.llm.types import Completion, JsonSchema, ModelLimits, Request
+from combee.llm.local.tools import offered_tools, tool_completion, tool_reply_schema
+from combee.llm.types import Completion, ModelLimits, Request
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
-
-INSTALL_HINT = (
-    "the embedded model needs llama-cpp-python: run `pip install 'combee[local]'` "
-    "(it compiles llama.cpp, about 6 minutes)"
-)
 
 
 class _Llama(Protocol):
@@ -70,33 +58,7 @@ class _Llama(Protocol):
     def close(self) -> None: ...
 
 
-__all__ = ["INSTALL_HINT", "LocalBackend", "PromptStateCache", "available_cores"]
-
-OMP_SPIN_COUNT = "1000"
-"""``GOMP_SPINCOUNT`` for llama.cpp's OpenMP threads (the llama-cpp-python wheels link GNU
-OpenMP): how many times a thread that waits for the others checks before it sleeps. OpenMP's
-default (300,000, about a millisecond) is harmless when every thread has a core; on a busy CPU
-the waiting threads spin away the time the late thread needs, and one call ran 44x slower. At
-1,000 a quiet machine measured the same speed. Set only when neither ``GOMP_SPINCOUNT`` nor
-``OMP_WAIT_POLICY`` is set, and only before llama.cpp is first loaded (OpenMP reads it once;
-a process that loaded OpenMP earlier, through another library, keeps that library's setting).
-"""
-
-
-def import_llama_cpp() -> Any:
-    """The ``llama_cpp`` module, or a :class:`ConfigError` telling how to install it.
-
-    The first import loads llama.cpp and OpenMP: :data:`OMP_SPIN_COUNT` is put in the
-    environment just before, unless the user chose a waiting policy.
-    """
-    if "llama_cpp" not in sys.modules and not (
-        os.environ.get("GOMP_SPINCOUNT") or os.environ.get("OMP_WAIT_POLICY")
-    ):
-        os.environ["GOMP_SPINCOUNT"] = OMP_SPIN_COUNT
-    try:
-        return importlib.import_module("llama_cpp")
-    except ImportError as error:
-        raise ConfigError(INSTALL_HINT) from error
+__all__ = ["LocalBackend"]
 
 
 class _Call:
@@ -165,7 +127,7 @@ class LocalBackend:
         self._llama: _Llama | None = None
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="combee-llama")
         self._closed = False
-        self._formats: dict[tuple[int, int], tuple[JsonSchema, dict[str, Any]]] = {}
+        self._call_arguments = CallArguments(self._llama_cpp, seed)
         self._progress_every_s = progress_every_s
         self._advised = False
         _LIVE.add(self)
@@ -280,7 +242,7 @@ class LocalBackend:
             self.threads_in_use = self._free_cores.measure()
             llama = self._ensure_loaded()
         tool_schema = tool_reply_schema(request) if offered_tools(request) else None
-        arguments = self._arguments(request, tool_schema)
+        arguments = self._call_arguments.for_request(request, tool_schema)
         schema = tool_schema or request.json_schema
         label = "call" if schema is None else f"{schema.name} call"
         started = time.perf_counter()
@@ -345,69 +307,7 @@ class LocalBackend:
         data = self._llama_cpp.llama_perf_context(llama.ctx)
         return int(data.n_p_eval) + int(data.n_eval)
 
-    def _arguments(self, request: Request, tool_schema: JsonSchema | None = None) -> dict[str, Any]:
-        """llama-cpp-python's arguments; a request with tools or tool messages is written as
-        text (:mod:`combee.llm.local.tools`) and ``tool_schema`` holds its reply."""
-        arguments: dict[str, Any] = {
-            "messages": prompt_messages(request)
-            if request.uses_tools()
-            else request.chat_messages(),
-            "temperature": request.temperature,
-            "max_tokens": request.max_tokens,
-            "seed": self.seed if request.seed is None else request.seed,
-        }
-        schema = tool_schema or request.json_schema
-        if schema is not None:
-            response_format = self._response_format(schema, request.max_tokens)
-            arguments["response_format"] = response_format
-            if "schema" in response_format:
-                # The grammar is sized for ``max_tokens`` at the usual characters per token;
-                # the hard limit allows its worst case (one character per token), so the
-                # limit never cuts a reply into invalid JSON: the grammar ends it.
-                worst = longest_reply(response_format["schema"])
-                arguments["max_tokens"] = max(request.max_tokens, worst)
-        return arguments
-
-    def _response_format(self, schema: JsonSchema, max_tokens: int) -> dict[str, Any]:
-        """The schema bounded to ``max_tokens`` (see :mod:`combee.llm.bounded`), in the
-        json_object form llama-cpp-python takes, built once per schema and limit. A grammar
-        llama.cpp refuses is never sent: then the bounded schema with open strings, else JSON."""
-        key = (id(schema), max_tokens)
-        cached = self._formats.get(key)
-        if cached is not None and cached[0] is schema:
-            return cached[1]
-        bounded = bounded_schema(schema.schema, max_tokens)
-        response_format: dict[str, Any] = {"type": "json_object"}
-        for candidate in (bounded, open_schema(bounded)):
-            if grammar_accepted(self._llama_cpp, candidate):
-                response_format["schema"] = candidate
-                break
-        else:
-            logger.warning(
-                "llama.cpp refuses the grammar of the %s schema; asking for plain JSON", schema.name
-            )
-        if len(self._formats) >= 256:
-            self._formats.clear()
-        self._formats[key] = (schema, response_format)
-        return response_format
-
     def _unload(self) -> None:
         if self._llama is not None:
             self._llama.close()
             self._llama = None
-
-
-def grammar_accepted(llama_cpp: Any, schema: Mapping[str, Any]) -> bool:
-    """Whether llama.cpp's grammar parser takes the grammar llama-cpp-python builds from
-    ``schema`` (sampling with one it refuses crashes the process)."""
-    try:
-        grammar = llama_cpp.llama_grammar.LlamaGrammar.from_json_schema(json.dumps(schema))
-    except Exception:  # the converter's own refusal: llama-cpp-python would fall back to JSON
-        return False
-    sampler = llama_cpp.llama_sampler_init_grammar(
-        None, grammar._grammar.encode("utf-8"), grammar._root.encode("utf-8")
-    )
-    if not sampler:
-        return False
-    llama_cpp.llama_sampler_free(sampler)
-    return True
