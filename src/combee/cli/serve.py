@@ -206,7 +206,7 @@ def rollback_command(
 ) -> None:
     """Serve an earlier playbook version again (a running gateway picks it up within a second)."""
     from combee.errors import CombeeError
-    from combee.serve.gateway import rollback_target
+    from combee.serve.playbook_routes import rollback_target
     from combee.serve.store import TraceStore, activate_version
 
     try:
