@@ -25,7 +25,7 @@ from combee.bench.server_process import free_port
 from combee.serve import serve_settings
 from combee.serve.records import PlaybookVersion
 from combee.serve.running import GatewayThread, create_gateway
-from combee.serve.store import add_version
+from combee.serve.store_writes import add_version
 
 # Deliberately unusual bytes: spacing, key order, escapes, an extra field.
 PLAIN = (

@@ -22,7 +22,8 @@ from mlflow.tracking import MlflowClient
 from combee.errors import ConfigError
 from combee.serve.learner import RoundResult, latest_outcomes
 from combee.serve.records import Exchange, Feedback
-from combee.serve.store import TraceStore, record_exchange, record_feedback
+from combee.serve.store import TraceStore
+from combee.serve.store_writes import record_exchange, record_feedback
 from combee.serve.trace_form import trace_of
 from combee.tasks.traces import read_traces
 from tests import test_mlflow_tracking

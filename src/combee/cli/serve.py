@@ -207,7 +207,8 @@ def rollback_command(
     """Serve an earlier playbook version again (a running gateway picks it up within a second)."""
     from combee.errors import CombeeError
     from combee.serve.playbook_routes import rollback_target
-    from combee.serve.store import TraceStore, activate_version
+    from combee.serve.store import TraceStore
+    from combee.serve.store_writes import activate_version
 
     try:
         with TraceStore(store) as opened:

@@ -13,7 +13,7 @@ from combee.llm.redact import redact
 from combee.serve.http_errors import BadRequest, error
 from combee.serve.records import Feedback
 from combee.serve.request_body import json_body
-from combee.serve.store import record_feedback
+from combee.serve.store_writes import record_feedback
 
 if TYPE_CHECKING:
     from combee.serve.gateway import Gateway

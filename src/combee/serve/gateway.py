@@ -39,7 +39,8 @@ from combee.serve.playbook_routes import learn_route, playbook_route, rollback_r
 from combee.serve.records import DEFAULT_NAMESPACE, PlaybookVersion
 from combee.serve.request_body import json_body
 from combee.serve.settings import ServeSettings
-from combee.serve.store import TraceStore, ensure_first, record_exchange
+from combee.serve.store import TraceStore
+from combee.serve.store_writes import ensure_first, record_exchange
 from combee.serve.streams import StreamReader
 from combee.serve.upstream import HttpUpstream, UpstreamError, UpstreamReply
 

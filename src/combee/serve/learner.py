@@ -29,7 +29,8 @@ from combee.errors import CombeeError
 from combee.methods.ace.playbook import Playbook
 from combee.serve.records import Feedback, PlaybookVersion
 from combee.serve.settings import ServeSettings
-from combee.serve.store import TraceStore, add_version, ensure_first, set_watermark
+from combee.serve.store import TraceStore
+from combee.serve.store_writes import add_version, ensure_first, set_watermark
 from combee.serve.trace_form import trace_of
 
 logger = logging.getLogger(__name__)

@@ -13,7 +13,8 @@ from combee.errors import ConfigError
 from combee.serve.http_errors import BadRequest, error
 from combee.serve.records import PlaybookVersion
 from combee.serve.request_body import json_body
-from combee.serve.store import TraceStore, activate_version
+from combee.serve.store import TraceStore
+from combee.serve.store_writes import activate_version
 
 if TYPE_CHECKING:
     from combee.serve.gateway import Gateway

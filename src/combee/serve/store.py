@@ -1,10 +1,10 @@
 """The gateway's trace store: one SQLite file, where acknowledged means durable.
 
 Every write goes through one writer thread that commits what has queued up in one transaction
-(group commit, ``synchronous=FULL`` in WAL mode): a caller's write returns once it is on disk, and
-hundreds of concurrent requests share a commit rather than wait for one each. Reads open their own
-connection. A playbook version, its activation and the learning watermark are written in one
-transaction, so a crash never leaves a half-written or half-activated playbook.
+(group commit, ``synchronous=FULL`` in WAL mode, :mod:`combee.serve.store_writer`): a caller's
+write returns once it is on disk, and hundreds of concurrent requests share a commit rather than
+wait for one each. Reads open their own connection. The writes themselves are in
+:mod:`combee.serve.store_writes`.
 """
 
 from __future__ import annotations
@@ -12,86 +12,17 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import queue
 import sqlite3
-import threading
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from combee.errors import ConfigError
 from combee.serve.records import Exchange, Feedback, PlaybookVersion
-
-STORE_FILE = "traces.sqlite"
-T = TypeVar("T")
-Write = Callable[[sqlite3.Connection], Any]
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS exchanges (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
-    trace_id TEXT NOT NULL,
-    namespace TEXT NOT NULL,
-    created REAL NOT NULL,
-    status INTEGER NOT NULL,
-    playbook_version INTEGER,
-    model TEXT NOT NULL,
-    messages TEXT NOT NULL,
-    reply TEXT,
-    tools TEXT NOT NULL,
-    chain_key TEXT NOT NULL,
-    latency_s REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS exchanges_by_trace ON exchanges (trace_id, seq);
-CREATE TABLE IF NOT EXISTS traces (
-    id TEXT PRIMARY KEY,
-    namespace TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    task_id TEXT NOT NULL,
-    created REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS traces_by_session ON traces (namespace, session_id);
-CREATE TABLE IF NOT EXISTS feedback (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    trace_id TEXT NOT NULL,
-    namespace TEXT NOT NULL,
-    reward REAL,
-    success INTEGER,
-    text TEXT NOT NULL,
-    created REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS playbooks (
-    namespace TEXT NOT NULL,
-    version INTEGER NOT NULL,
-    text TEXT NOT NULL,
-    created REAL NOT NULL,
-    status TEXT NOT NULL,
-    parent INTEGER,
-    traces TEXT NOT NULL,
-    provenance TEXT NOT NULL,
-    check_result TEXT,
-    note TEXT NOT NULL,
-    PRIMARY KEY (namespace, version)
-);
-CREATE TABLE IF NOT EXISTS watermarks (
-    namespace TEXT PRIMARY KEY,
-    feedback_seq INTEGER NOT NULL
-);
-"""
-
-_BATCH = 512
-"""At most this many writes share one commit."""
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    connection = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
-    connection.execute("PRAGMA journal_mode=WAL")
-    connection.execute("PRAGMA synchronous=FULL")
-    connection.execute("PRAGMA busy_timeout=30000")
-    return connection
+from combee.serve.store_schema import SCHEMA, STORE_FILE, connect
+from combee.serve.store_writer import Write, Writer
 
 
 class TraceStore:
@@ -105,16 +36,13 @@ class TraceStore:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.path = self.folder / STORE_FILE
         try:
-            with closing(_connect(self.path)) as connection:
-                connection.executescript(_SCHEMA)
+            with closing(connect(self.path)) as connection:
+                connection.executescript(SCHEMA)
         except sqlite3.DatabaseError as error:
             raise ConfigError(
                 f"{self.path} is not a trace store Combee can open ({error})", setting="store"
             ) from None
-        self._queue: queue.SimpleQueue[tuple[Write, Future[Any]] | None] = queue.SimpleQueue()
-        self._writer = threading.Thread(target=self._write_loop, name="combee-store", daemon=True)
-        self._writer.start()
-        self._closed = False
+        self._writer = Writer(self.path)
 
     def __enter__(self) -> TraceStore:
         return self
@@ -124,22 +52,14 @@ class TraceStore:
 
     def close(self) -> None:
         """Finish the queued writes, then stop the writer."""
-        if self._closed:
-            return
-        self._closed = True
-        self._queue.put(None)
-        self._writer.join()
+        self._writer.close()
 
     # --- writes ---------------------------------------------------------------------------
 
     def submit(self, write: Write) -> Future[Any]:
         """Queue ``write`` (run in the writer's transaction); the future resolves once the
         transaction is committed (on disk)."""
-        if self._closed:
-            raise RuntimeError("the trace store is closed")
-        future: Future[Any] = Future()
-        self._queue.put((write, future))
-        return future
+        return self._writer.submit(write)
 
     def write(self, write: Write) -> Any:
         """:meth:`submit` and wait."""
@@ -148,62 +68,12 @@ class TraceStore:
     async def write_async(self, write: Write) -> Any:
         return await asyncio.wrap_future(self.submit(write))
 
-    def _write_loop(self) -> None:
-        connection = _connect(self.path)
-        try:
-            while True:
-                first = self._queue.get()
-                if first is None:
-                    return
-                batch = [first]
-                stop = False
-                while len(batch) < _BATCH:
-                    try:
-                        item = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if item is None:
-                        stop = True
-                        break
-                    batch.append(item)
-                self._commit(connection, batch)
-                if stop:
-                    return
-        finally:
-            connection.close()
-
-    @staticmethod
-    def _commit(connection: sqlite3.Connection, batch: list[tuple[Write, Future[Any]]]) -> None:
-        results: list[tuple[Future[Any], Any, BaseException | None]] = []
-        connection.execute("BEGIN IMMEDIATE")
-        for write, future in batch:
-            connection.execute("SAVEPOINT one")
-            try:
-                results.append((future, write(connection), None))
-                connection.execute("RELEASE one")
-            except Exception as error:  # one bad write must not cost the others
-                connection.execute("ROLLBACK TO one")
-                connection.execute("RELEASE one")
-                results.append((future, None, error))
-        try:
-            connection.execute("COMMIT")
-        except sqlite3.Error as failed:
-            connection.execute("ROLLBACK")
-            for future, _, _ in results:
-                future.set_exception(failed)
-            return
-        for future, value, problem in results:
-            if problem is None:
-                future.set_result(value)
-            else:
-                future.set_exception(problem)
-
     # --- reads ----------------------------------------------------------------------------
 
     @contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
         """A connection of its own, for reads."""
-        connection = _connect(self.path)
+        connection = connect(self.path)
         try:
             yield connection
         finally:
@@ -321,171 +191,6 @@ class TraceStore:
     def data_version(self, connection: sqlite3.Connection) -> int:
         """Changes when another connection commits (a cheap poll for a new active version)."""
         return int(connection.execute("PRAGMA data_version").fetchone()[0])
-
-
-# --- the writes the gateway and the learner make --------------------------------------------
-
-
-def record_exchange(exchange: Exchange) -> Write:
-    def write(db: sqlite3.Connection) -> None:
-        db.execute(
-            "INSERT OR IGNORE INTO traces (id, namespace, session_id, task_id, created)"
-            " VALUES (?, ?, ?, ?, ?)",
-            (
-                exchange.trace_id,
-                exchange.namespace,
-                exchange.session_id,
-                exchange.task_id or exchange.trace_id,
-                exchange.created,
-            ),
-        )
-        db.execute(
-            "INSERT INTO exchanges (id, trace_id, namespace, created, status, playbook_version,"
-            " model, messages, reply, tools, chain_key, latency_s)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                exchange.id,
-                exchange.trace_id,
-                exchange.namespace,
-                exchange.created,
-                exchange.status,
-                exchange.playbook_version,
-                exchange.model,
-                _json(exchange.messages),
-                None if exchange.reply is None else _json(exchange.reply),
-                _json(exchange.tools),
-                exchange.chain_key,
-                exchange.latency_s,
-            ),
-        )
-
-    return write
-
-
-def record_feedback(feedback: Feedback) -> Write:
-    def write(db: sqlite3.Connection) -> int:
-        cursor = db.execute(
-            "INSERT INTO feedback (trace_id, namespace, reward, success, text, created)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                feedback.trace_id,
-                feedback.namespace,
-                feedback.reward,
-                None if feedback.success is None else int(feedback.success),
-                feedback.text,
-                feedback.created or time.time(),
-            ),
-        )
-        return int(cursor.lastrowid or 0)
-
-    return write
-
-
-def add_version(version: PlaybookVersion, *, activate: bool, watermark: int | None = None) -> Write:
-    """Store ``version`` (its number is the next free one; the write returns it), make it the
-    active one when ``activate``, and move the namespace's watermark, all in one transaction."""
-
-    def write(db: sqlite3.Connection) -> int:
-        row = db.execute(
-            "SELECT COALESCE(MAX(version), 0) FROM playbooks WHERE namespace = ?",
-            (version.namespace,),
-        ).fetchone()
-        number = int(row[0]) + 1
-        if activate:
-            db.execute(
-                "UPDATE playbooks SET status = 'retired' WHERE namespace = ? AND status = 'active'",
-                (version.namespace,),
-            )
-        db.execute(
-            "INSERT INTO playbooks (namespace, version, text, created, status, parent, traces,"
-            " provenance, check_result, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                version.namespace,
-                number,
-                version.text,
-                version.created or time.time(),
-                "active" if activate else version.status,
-                version.parent,
-                _json(list(version.traces)),
-                _json({k: list(v) for k, v in version.provenance.items()}),
-                None if version.check is None else _json(version.check),
-                version.note,
-            ),
-        )
-        if watermark is not None:
-            db.execute(
-                "INSERT INTO watermarks (namespace, feedback_seq) VALUES (?, ?)"
-                " ON CONFLICT (namespace) DO UPDATE SET feedback_seq = excluded.feedback_seq",
-                (version.namespace, watermark),
-            )
-        return number
-
-    return write
-
-
-def ensure_first(namespace: str, text: str) -> Write:
-    """Version 1 of ``namespace``, the starting playbook ``text`` (maybe empty), stored and
-    active unless the namespace has a version already."""
-
-    def write(db: sqlite3.Connection) -> None:
-        db.execute(
-            "INSERT INTO playbooks (namespace, version, text, created, status, parent, traces,"
-            " provenance, check_result, note) SELECT ?, 1, ?, ?, 'active', NULL, '[]', '{}',"
-            " NULL, 'the starting playbook' WHERE NOT EXISTS"
-            " (SELECT 1 FROM playbooks WHERE namespace = ?)",
-            (namespace, text, time.time(), namespace),
-        )
-
-    return write
-
-
-def set_watermark(namespace: str, seq: int) -> Write:
-    def write(db: sqlite3.Connection) -> None:
-        db.execute(
-            "INSERT INTO watermarks (namespace, feedback_seq) VALUES (?, ?)"
-            " ON CONFLICT (namespace) DO UPDATE SET feedback_seq = excluded.feedback_seq",
-            (namespace, seq),
-        )
-
-    return write
-
-
-def activate_version(namespace: str, version: int) -> Write:
-    """Make ``version`` the active playbook of ``namespace`` (a rollback, or a refused
-    version put in by hand); the one active before is retired."""
-
-    def write(db: sqlite3.Connection) -> None:
-        found = db.execute(
-            "SELECT status FROM playbooks WHERE namespace = ? AND version = ?",
-            (namespace, version),
-        ).fetchone()
-        if found is None:
-            known = [
-                str(r[0])
-                for r in db.execute(
-                    "SELECT version FROM playbooks WHERE namespace = ? ORDER BY version",
-                    (namespace,),
-                )
-            ]
-            raise ConfigError(
-                f"namespace {namespace!r} has no playbook version {version} "
-                f"(versions: {', '.join(known) or 'none yet'})",
-                setting="version",
-            )
-        db.execute(
-            "UPDATE playbooks SET status = 'retired' WHERE namespace = ? AND status = 'active'",
-            (namespace,),
-        )
-        db.execute(
-            "UPDATE playbooks SET status = 'active' WHERE namespace = ? AND version = ?",
-            (namespace, version),
-        )
-
-    return write
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _exchange(row: Sequence[Any]) -> Exchange:
