@@ -16,17 +16,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import random
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from combee.sim.completions import completion_body
 from combee.sim.config import SimConfig
 from combee.sim.extra import missing, needs
 from combee.sim.gates import Gatekeeper
-from combee.sim.responders import HTTPFault, Reply, Responder, content_text, echo_responder
+from combee.sim.request_plan import Plan, latency, plan_for
+from combee.sim.responders import HTTPFault, Responder, echo_responder
 
 try:
     from starlette.applications import Starlette
@@ -62,13 +63,6 @@ class RequestRecord:
     finished: float
     status: int
     fault: str | None
-
-
-@dataclass(frozen=True)
-class _Plan:
-    fault: str | None
-    latency_factor: float
-    bad_body_variant: int
 
 
 @dataclass
@@ -175,7 +169,7 @@ class SimServer:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             state.record(index, {}, arrived, arrived, 400, None)
             return _error(400, "the body must be a JSON object with a 'messages' list")
-        plan = _plan(config, index)
+        plan = plan_for(config, index)
         if config.gate_n is not None:
             await _wait_for_gate(state, config.gate_n, index)
         await state.gatekeeper.pass_through(_schema_name(body))
@@ -197,7 +191,7 @@ async def _serve(
     request: Request,
     index: int,
     body: dict[str, Any],
-    plan: _Plan,
+    plan: Plan,
     arrived: float,
 ) -> Response:
     capacity = _capacity(state)
@@ -208,7 +202,7 @@ async def _serve(
         started = time.perf_counter()
         try:
             answer = state.responder(body)
-            reply = _completion_body(index, body, answer, state.config.honour_max_tokens)
+            reply = completion_body(index, body, answer, state.config.honour_max_tokens)
         except HTTPFault as fault:
             state.record(index, body, arrived, started, fault.status, None)
             return _error(fault.status, fault.message)
@@ -216,7 +210,7 @@ async def _serve(
             state.record(index, body, arrived, started, 500, "responder_error")
             return _error(500, f"responder failed: {type(error).__name__}: {error}")
         usage = reply["usage"]
-        first, decode = _latency(state.config, usage["prompt_tokens"], usage["completion_tokens"])
+        first, decode = latency(state.config, usage["prompt_tokens"], usage["completion_tokens"])
         if not wants_stream(body):  # the whole reply at once
             first, decode = first + decode, 0.0
         factor = plan.latency_factor
@@ -237,35 +231,12 @@ async def _serve(
     return JSONResponse(reply)
 
 
-def _plan(config: SimConfig, index: int) -> _Plan:
-    """The fate of request ``index``: drawn from its own seeded RNG, whatever the arrival order."""
-    rng = random.Random(config.seed * 1_000_003 + index)
-    draw_fault, draw_jitter, draw_straggler = rng.random(), rng.random(), rng.random()
-    fault: str | None = None
-    if config.fault_first_n is None or index < config.fault_first_n:
-        edge = 0.0
-        for name, rate in (
-            ("429", config.rate_429),
-            ("500", config.rate_500),
-            ("hang", config.rate_hang),
-            ("bad_body", config.rate_bad_body),
-        ):
-            edge += rate
-            if draw_fault < edge:
-                fault = name
-                break
-    factor = 1.0 + config.jitter * (2.0 * draw_jitter - 1.0)
-    if draw_straggler < config.straggler_rate:
-        factor *= config.straggler_factor
-    return _Plan(fault, factor, index % 2)
-
-
 def _stream(
     state: _State,
     capacity: asyncio.Semaphore | None,
     index: int,
     body: dict[str, Any],
-    plan: _Plan,
+    plan: Plan,
     arrived: float,
     started: float,
     reply: dict[str, Any],
@@ -283,15 +254,6 @@ def _stream(
         state.record(index, body, arrived, started, status, plan.fault)
 
     return EventStream(events, decode_s, end)
-
-
-def _latency(config: SimConfig, prompt_tokens: int, completion_tokens: int) -> tuple[float, float]:
-    """Seconds to the first token (prompt included), then seconds to decode the completion."""
-    first = config.ttft_s
-    if config.prompt_tokens_per_s:
-        first += prompt_tokens / config.prompt_tokens_per_s
-    decode = completion_tokens / config.decode_tokens_per_s if config.decode_tokens_per_s else 0.0
-    return first, decode
 
 
 def _capacity(state: _State) -> asyncio.Semaphore | None:
@@ -337,82 +299,6 @@ def _schema_name(body: Mapping[str, Any]) -> str | None:
         if isinstance(spec, dict) and isinstance(spec.get("name"), str):
             return str(spec["name"])
     return None
-
-
-def _estimate_tokens(text: str) -> int:
-    return max(1, len(text) // 4)
-
-
-def _message_text(messages: Sequence[Any]) -> str:
-    parts: list[str] = []
-    for message in messages:
-        if not isinstance(message, dict):
-            parts.append(content_text(message))
-            continue
-        parts.append(content_text(message.get("content")))
-        for call in message.get("tool_calls") or []:
-            function = call.get("function") if isinstance(call, dict) else None
-            if isinstance(function, dict):
-                parts.append(
-                    str(function.get("name", "")) + content_text(function.get("arguments"))
-                )
-    return "".join(parts)
-
-
-def _tool_call(index: int, n: int, call: Mapping[str, Any]) -> dict[str, Any]:
-    """One call a responder gave, in OpenAI's shape with its arguments as a JSON string."""
-    function = call.get("function")
-    spec = function if isinstance(function, Mapping) else call
-    arguments = spec.get("arguments", {})
-    call_id = call.get("id")
-    return {
-        "id": call_id if isinstance(call_id, str) and call_id else f"call_{index}_{n}",
-        "type": "function",
-        "function": {
-            "name": str(spec["name"]),
-            "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments),
-        },
-    }
-
-
-def _completion_body(
-    index: int, body: Mapping[str, Any], answer: str | Reply, honour_max_tokens: bool = True
-) -> dict[str, Any]:
-    reply = answer if isinstance(answer, Reply) else Reply(answer)
-    content = reply.content or ""
-    finish_reason = "stop"
-    limit = body.get("max_completion_tokens") or body.get("max_tokens")
-    over = isinstance(limit, int) and limit > 0 and _estimate_tokens(content) > limit
-    if honour_max_tokens and isinstance(limit, int) and over:
-        content = content[: limit * 4]
-        finish_reason = "length"
-    message: dict[str, Any] = {"role": "assistant", "content": content}
-    calls = [_tool_call(index, n, call) for n, call in enumerate(reply.tool_calls)]
-    if calls:
-        message = {"role": "assistant", "content": content or None, "tool_calls": calls}
-        finish_reason = "tool_calls"
-    prompt_tokens = _estimate_tokens(_message_text(body["messages"]))
-    generated = content + "".join(call["function"]["arguments"] for call in calls)
-    completion_tokens = _estimate_tokens(generated) if generated else 0
-    return {
-        "id": f"chatcmpl-sim-{index}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": str(body.get("model") or "sim"),
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "logprobs": None,
-                "finish_reason": finish_reason,
-            }
-        ],
-        "usage": {
-            "prompt_tokens": prompt_tokens,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt_tokens + completion_tokens,
-        },
-    }
 
 
 def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> Response:
