@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from combee.api import train, train_async
     from combee.core.executor import AsyncioExecutor, Executor
     from combee.core.learner import Learner, LoopLearner
-    from combee.core.loop import LoopObserver
+    from combee.core.loop_observer import LoopObserver
     from combee.core.types import Method, Reflection, Strategy, Trajectory
     from combee.errors import CombeeError, ConfigError, DatasetError, EndpointError, LLMCallError
     from combee.evaluation import evaluate, evaluate_async
@@ -55,7 +55,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "Executor": ("combee.core.executor", "Executor"),
     "Learner": ("combee.core.learner", "Learner"),
     "LoopLearner": ("combee.core.learner", "LoopLearner"),
-    "LoopObserver": ("combee.core.loop", "LoopObserver"),
+    "LoopObserver": ("combee.core.loop_observer", "LoopObserver"),
     "Method": ("combee.core.types", "Method"),
     "Reflection": ("combee.core.types", "Reflection"),
     "Strategy": ("combee.core.types", "Strategy"),

@@ -15,15 +15,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
 
+from combee.core.batch_schedule import BatchSchedule, ProfiledSchedule
 from combee.core.executor import AsyncioExecutor, Executor
 from combee.core.learner import Learner, ReportsIterations
-from combee.core.loop import (
-    BatchSchedule,
-    LoopConfig,
-    LoopObserver,
-    ObserverGroup,
-    ProfiledSchedule,
-)
+from combee.core.loop import LoopConfig
+from combee.core.loop_observer import LoopObserver, ObserverGroup
 from combee.core.loop_state import LoopState
 from combee.core.types import Named, Strategy
 from combee.episodes import (

@@ -8,7 +8,7 @@ from typing import Any
 
 from combee.core.executor import AsyncioExecutor, Executor
 from combee.core.learner import Learner
-from combee.core.loop import LoopObserver, ObserverGroup
+from combee.core.loop_observer import LoopObserver, ObserverGroup
 from combee.errors import ConfigError
 from combee.llm.types import DEFAULT_MAX_TOKENS
 from combee.resolve import (

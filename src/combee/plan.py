@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from combee.core.batch_schedule import BatchSchedule
 from combee.core.call_counts import NONE, CallRange, MethodCalls, PlansReduce, total
-from combee.core.loop import BatchSchedule
 from combee.core.types import Named, Strategy
 from combee.llm.accounting import Prices
 from combee.llm.client import LLM

@@ -10,10 +10,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from combee.core.batch_schedule import BatchSchedule, FixedBatchSize
 from combee.core.controller import AutoBatchSize, BatchDecision
 from combee.core.files import read_setting_file
 from combee.core.learner import Learner, LoopLearner
-from combee.core.loop import BatchSchedule, FixedBatchSize
 from combee.core.types import Method, Reduces, Strategy, protocol_members
 from combee.errors import ConfigError
 from combee.llm.client import LLM

@@ -13,8 +13,10 @@ from typing import Any
 
 from combee.api import train_async
 from combee.bench.metrics import idle_fraction
+from combee.core.batch_schedule import BatchSchedule
 from combee.core.controller import DEFAULT_TAU, AutoBatchSize
-from combee.core.loop import BatchSchedule, IterationReport, LoopObserver
+from combee.core.loop_observer import LoopObserver
+from combee.core.loop_reports import IterationReport
 from combee.core.types import Reflection, Trajectory
 from combee.llm.connect import connect
 from combee.methods.ace import AceMethod, Playbook

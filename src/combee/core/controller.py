@@ -213,8 +213,8 @@ def choose_batch_size(
 
 @dataclass
 class AutoBatchSize:
-    """A :class:`combee.core.loop.BatchSchedule` that profiles a ladder, then runs the chosen
-    size for the rest of the epoch (and, with ``reprofile``, profiles again every epoch).
+    """A :class:`combee.core.batch_schedule.BatchSchedule` that profiles a ladder, then runs the
+    chosen size for the rest of the epoch (and, with ``reprofile``, profiles again every epoch).
 
     With ``warm_up`` (the default), when the first iteration this object sees in this process
     would be a profiling one, it runs the first rung once more before measuring: that first

@@ -12,9 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
+from combee.core.batch_schedule import BatchSchedule
 from combee.core.evaluate import Evaluation, evaluate
 from combee.core.executor import Executor
-from combee.core.loop import BatchSchedule, LoopConfig, LoopObserver, LoopOutcome, run_loop
+from combee.core.loop import LoopConfig, run_loop
+from combee.core.loop_observer import LoopObserver
+from combee.core.loop_reports import LoopOutcome
 from combee.core.loop_state import LoopState
 from combee.core.types import Method, Strategy
 from combee.errors import ConfigError

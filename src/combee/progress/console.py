@@ -19,7 +19,8 @@ from rich.progress import (
 
 from combee.core.controller import BatchDecision
 from combee.core.evaluate import Evaluation, SampleFailure
-from combee.core.loop import VALIDATE, IterationReport, LoopObserver
+from combee.core.loop_observer import VALIDATE, LoopObserver
+from combee.core.loop_reports import IterationReport
 from combee.episodes import episode_summary, has_episodes, invalid_steps
 
 LOG_EVERY_S = 10.0

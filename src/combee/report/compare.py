@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from combee.api import train_async
-from combee.core.loop import LoopObserver
+from combee.core.loop_observer import LoopObserver
 from combee.errors import CombeeError, ConfigError
 from combee.llm.connect import Endpoint
 from combee.llm.types import ChatModel

@@ -8,7 +8,8 @@ from typing import Any
 
 from combee.core.controller import BatchDecision
 from combee.core.evaluate import Evaluation
-from combee.core.loop import IterationReport, LoopObserver
+from combee.core.loop_observer import LoopObserver
+from combee.core.loop_reports import IterationReport
 from combee.core.loop_state import LoopState
 from combee.errors import InvalidStepError
 from combee.llm.types import RoleUsage

@@ -29,7 +29,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from combee.core.loop import IterationReport, LoopObserver
+from combee.core.loop_observer import LoopObserver
+from combee.core.loop_reports import IterationReport
 from combee.errors import ConfigError
 from combee.runs.layout import (
     CONFIG_FILE,

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from combee.core.loop import IterationReport, LoopObserver
+from combee.core.loop_observer import LoopObserver
+from combee.core.loop_reports import IterationReport
 from combee.errors import CombeeError
 from combee.methods.ace.playbook import Playbook
 from combee.serve.records import Feedback, PlaybookVersion

@@ -1,10 +1,10 @@
 """GEPA's iterations on Combee's batch schedule.
 
 :class:`IterationClock` is a gepa callback. As an iteration starts it asks the run's
-:class:`combee.core.loop.BatchSchedule` (a fixed size, or the batch size controller) for the
-minibatch size and sets the :class:`ResizableBatchSampler`; as it ends it tells the schedule how
-long the iteration took, leaving out the validation of accepted candidates (a cost the batch
-size does not drive), and reports the iteration to the run's observer.
+:class:`combee.core.batch_schedule.BatchSchedule` (a fixed size, or the batch size controller)
+for the minibatch size and sets the :class:`ResizableBatchSampler`; as it ends it tells the
+schedule how long the iteration took, leaving out the validation of accepted candidates (a cost
+the batch size does not drive), and reports the iteration to the run's observer.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from combee.core.loop import BatchSchedule, IterationReport, LoopObserver
+from combee.core.batch_schedule import BatchSchedule
+from combee.core.loop_observer import LoopObserver
+from combee.core.loop_reports import IterationReport
 from combee.core.types import ReduceTrace
 from combee.methods.gepa.sampler import ResizableBatchSampler
 from combee.methods.gepa.usage import Levels

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from combee.core.loop import LoopObserver
+from combee.core.loop_observer import LoopObserver
 from combee.core.loop_state import LoopState, part_states, rng_state
 from combee.errors import ConfigError
 

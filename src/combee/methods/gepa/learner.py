@@ -29,9 +29,12 @@ from gepa.core.result import GEPAResult
 from gepa.core.state import GEPAState
 from gepa.strategies.candidate_selector import ParetoCandidateSelector
 
+from combee.core.batch_schedule import BatchSchedule
 from combee.core.evaluate import Evaluation, evaluate
 from combee.core.executor import Executor
-from combee.core.loop import BatchSchedule, LoopConfig, LoopObserver, LoopOutcome
+from combee.core.loop import LoopConfig
+from combee.core.loop_observer import LoopObserver
+from combee.core.loop_reports import LoopOutcome
 from combee.core.loop_state import LoopState, restore_parts, set_rng_state
 from combee.core.types import Strategy
 from combee.errors import ConfigError
