@@ -8,7 +8,7 @@ from pathlib import Path
 
 import combee
 from combee.llm import connect
-from combee.methods.ace.method import LessonCounts
+from combee.methods.ace.lesson_counts import LessonCounts
 from combee.sim import serve_in_thread
 from combee.sim.ace_script import ace_responder
 from combee.tasks.base import Sample

@@ -12,8 +12,7 @@ from combee.core.call_counts import MethodCalls
 from combee.core.capacity import CallCapacity
 from combee.core.types import Reflection, Trajectory
 from combee.errors import ConfigError, LLMCallError
-from combee.llm.provenance import SharedText, copied_spans
-from combee.llm.screening import planted_instruction
+from combee.llm.provenance import SharedText
 from combee.llm.types import (
     DEFAULT_MAX_TOKENS,
     ChatModel,
@@ -27,8 +26,10 @@ from combee.methods.ace.capacity import SAFETY, CuratorMeter, merge_fan_in, toke
 from combee.methods.ace.coverage import with_stated_rules
 from combee.methods.ace.dedup import NearDuplicates
 from combee.methods.ace.grounding import grounded_reflection
+from combee.methods.ace.lesson_counts import LessonCounts
 from combee.methods.ace.operations import ApplyResult, apply_operations
 from combee.methods.ace.playbook import Playbook
+from combee.methods.ace.screening import screen_reflections
 from combee.methods.ace.summary import summary_of
 from combee.methods.ace.update import AceUpdate
 from combee.tasks.base import Sample, Score
@@ -258,30 +259,9 @@ class AceMethod:
         """The reflections to curate, and how many were kept out by kind: a planted
         instruction (:mod:`combee.llm.screening`), or ``copied-from-data`` when the lesson
         repeats untrusted text it was shown (:mod:`combee.llm.provenance`)."""
-        self.lessons.sources.update(r.lesson_source for r in reflections if r.lesson_source)
-        if not self.screen_lessons:
-            return list(reflections), {}
-        kept: list[Reflection] = []
-        screened: Counter[str] = Counter()
-        for reflection in reflections:
-            kind = planted_instruction(reflection.fields) or _copied(reflection, self.shared)
-            if kind is None:
-                kept.append(reflection)
-            else:
-                screened[kind] += 1
-                log.info("reflection on sample %s kept out (%s)", reflection.sample_id, kind)
-        if screened:
-            log.warning(
-                "%d of %d reflection(s) kept out of curation: %s",
-                screened.total(),
-                len(reflections),
-                ", ".join(
-                    f"{n} {_SCREENED_AS.get(k, 'carry a planted instruction')} ({k})"
-                    for k, n in screened.items()
-                ),
-            )
-        self.lessons.screened.update(screened)
-        return kept, dict(screened)
+        return screen_reflections(
+            reflections, lessons=self.lessons, screen=self.screen_lessons, shared=self.shared
+        )
 
     def tally(self, context: Playbook, reflections: Sequence[Reflection]) -> Playbook:
         """Count the reflectors' bullet tags: helpful and harmful add one to that counter.
@@ -318,76 +298,6 @@ class AceMethod:
         )
         self.lessons.add(self.last_apply)
         return result.playbook
-
-
-class LessonCounts:
-    """Running totals of what :meth:`AceMethod.apply` reported."""
-
-    def __init__(self) -> None:
-        self.applied = 0
-        self.rejected = 0
-        self.evicted = 0
-        self.dropped: Counter[str] = Counter()
-        self.repaired: Counter[str] = Counter()
-        self.combined = 0
-        self.near_duplicates = 0
-        self.screened: Counter[str] = Counter()
-        self.planted_shown = 0
-        """Reflections on episodes that carried planted instructions (an attack's)."""
-        self.planted_in_lessons = 0
-        """Of those, the lessons that still repeat planted text after the screen."""
-        self.sources: Counter[str] = Counter()
-        """Where the reflections' lessons came from (:mod:`combee.methods.ace.grounding`):
-        ``dropped`` counts the remarks on the playbook that no feedback could replace."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "applied": self.applied,
-            "rejected": self.rejected,
-            "evicted": self.evicted,
-            "planted_shown": self.planted_shown,
-            "planted_in_lessons": self.planted_in_lessons,
-            "dropped": dict(self.dropped),
-            "repaired": dict(self.repaired),
-            "combined": self.combined,
-            "near_duplicates": self.near_duplicates,
-            "screened": dict(self.screened),
-            "lesson_sources": dict(self.sources),
-        }
-
-    def load(self, data: dict[str, Any]) -> None:
-        self.applied = int(data.get("applied", 0))  # absent from older checkpoints
-        self.rejected = int(data.get("rejected", 0))
-        self.evicted = int(data.get("evicted", 0))
-        self.dropped = Counter(data["dropped"])
-        self.repaired = Counter(data["repaired"])
-        self.combined = int(data["combined"])
-        self.near_duplicates = int(data["near_duplicates"])
-        self.screened = Counter(data.get("screened", {}))
-        self.planted_shown = int(data.get("planted_shown", 0))
-        self.planted_in_lessons = int(data.get("planted_in_lessons", 0))
-        self.sources = Counter(data.get("lesson_sources", {}))
-
-    def add(self, result: ApplyResult) -> None:
-        self.applied += len(result.applied)
-        self.rejected += len(result.rejected)
-        self.evicted += len(result.evicted)
-        self.dropped.update(result.dropped)
-        self.repaired.update(result.repaired)
-        self.combined += result.combined
-        self.near_duplicates += result.near_duplicates
-
-
-_SCREENED_AS = {"copied-from-data": "repeat text their sample showed"}
-"""How a kind of screened reflection reads; every other kind is a planted instruction."""
-
-
-def _copied(reflection: Reflection, shared: SharedText | None) -> str | None:
-    text = "\n".join(str(v) for v in reflection.fields.values() if isinstance(v, str))
-    spans = copied_spans(text, reflection.shown_data, reflection.trusted, shared=shared)
-    if spans:
-        log.info("reflection on %s copies data it was shown: %s", reflection.sample_id, spans)
-    return "copied-from-data" if spans else None
 
 
 def _update(reply: Mapping[str, Any], source: str) -> AceUpdate:
