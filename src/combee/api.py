@@ -18,8 +18,8 @@ from typing import Any, TypeVar
 from combee.core.batch_schedule import BatchSchedule, ProfiledSchedule
 from combee.core.executor import AsyncioExecutor, Executor
 from combee.core.learner import Learner, ReportsIterations
-from combee.core.loop import LoopConfig
 from combee.core.loop_observer import LoopObserver, ObserverGroup
+from combee.core.loop_settings import LoopSettings
 from combee.core.loop_state import LoopState
 from combee.core.types import Named, Strategy
 from combee.episodes import (
@@ -228,14 +228,7 @@ async def train_async(
                     executor=executor or AsyncioExecutor(),
                     watchers=watchers,
                     out=out,
-                    config=LoopConfig(
-                        epochs=settings_.epochs,
-                        seed=seed,
-                        val_every=settings_.val_every,
-                        max_failed_share=settings_.max_failed_share,
-                        pipeline=settings_.pipeline,
-                    ),
-                    baseline=settings_.baseline,
+                    config=settings_,
                     episodes=isinstance(the_task, AgentTask),
                     client=client,
                     resume=resume,
@@ -260,13 +253,13 @@ async def _run(
     executor: Executor,
     watchers: ObserverGroup,
     out: RunDir | None,
-    config: LoopConfig,
-    baseline: bool,
+    config: LoopSettings,
     episodes: bool,
     client: LLM,
     resume: LoopState[Any] | None = None,
 ) -> TrainResult:
     train_set, val_set, test_set = splits
+    baseline = config.baseline
     summary: dict[str, Any] = {}
     if baseline and test_set:
         before = await observed_evaluation(

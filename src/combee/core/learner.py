@@ -15,9 +15,10 @@ from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 from combee.core.batch_schedule import BatchSchedule
 from combee.core.evaluate import Evaluation, evaluate
 from combee.core.executor import Executor
-from combee.core.loop import LoopConfig, run_loop
+from combee.core.loop import run_loop
 from combee.core.loop_observer import LoopObserver
 from combee.core.loop_reports import LoopOutcome
+from combee.core.loop_settings import LoopSettings
 from combee.core.loop_state import LoopState
 from combee.core.types import Method, Strategy
 from combee.errors import ConfigError
@@ -72,7 +73,7 @@ class Learner(Protocol[C]):
         schedule: BatchSchedule,
         executor: Executor,
         observer: LoopObserver,
-        config: LoopConfig,
+        config: LoopSettings,
         resume: LoopState[C] | None = None,
     ) -> LoopOutcome[C]: ...
 
@@ -165,7 +166,7 @@ class LoopLearner(Generic[C]):
         schedule: BatchSchedule,
         executor: Executor,
         observer: LoopObserver,
-        config: LoopConfig,
+        config: LoopSettings,
         resume: LoopState[C] | None = None,
     ) -> LoopOutcome[C]:
         return await run_loop(

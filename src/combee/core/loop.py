@@ -11,7 +11,6 @@ import asyncio
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TypeVar
 
 from combee.core.batch_schedule import (
@@ -25,6 +24,7 @@ from combee.core.executor import AsyncioExecutor, Executor, MapOutcome
 from combee.core.iteration import run_iteration, too_many_failures
 from combee.core.loop_observer import VALIDATE, LoopObserver, ObserverGroup
 from combee.core.loop_reports import IterationReport, LoopOutcome
+from combee.core.loop_settings import LoopSettings
 from combee.core.loop_state import (
     LoopState,
     part_states,
@@ -43,7 +43,6 @@ __all__ = [
     "BatchSchedule",
     "FixedBatchSize",
     "IterationReport",
-    "LoopConfig",
     "LoopObserver",
     "LoopOutcome",
     "ObserverGroup",
@@ -52,19 +51,8 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class LoopConfig:
-    epochs: int = 1
-    seed: int = 0
-    val_every: int = 0
-    """Validate every this many iterations (0: only at the end of each epoch)."""
-    max_failed_share: float = 0.5
-    """The run stops with :class:`RunFailedError` when an iteration loses more than this share
-    of its samples to failed calls (1.0: never)."""
-    pipeline: bool = False
-    """Start the next batch's map (rollouts and reflections) as soon as this batch's map is done,
-    against this batch's starting context, so it overlaps this batch's reduce: each pipelined
-    batch learns from a context one update old (``staleness`` 1 in its report)."""
+DEFAULT_SETTINGS = LoopSettings()
+"""The loop's settings when a caller gives none."""
 
 
 async def run_loop(
@@ -76,7 +64,7 @@ async def run_loop(
     *,
     schedule: BatchSchedule,
     score: Callable[[str, Sample], Score],
-    config: LoopConfig = LoopConfig(),
+    config: LoopSettings = DEFAULT_SETTINGS,
     observer: LoopObserver | None = None,
     executor: Executor | None = None,
     resume: LoopState[C] | None = None,

@@ -32,9 +32,9 @@ from gepa.strategies.candidate_selector import ParetoCandidateSelector
 from combee.core.batch_schedule import BatchSchedule
 from combee.core.evaluate import Evaluation, evaluate
 from combee.core.executor import Executor
-from combee.core.loop import LoopConfig
 from combee.core.loop_observer import LoopObserver
 from combee.core.loop_reports import LoopOutcome
+from combee.core.loop_settings import LoopSettings
 from combee.core.loop_state import LoopState, restore_parts, set_rng_state
 from combee.core.types import Strategy
 from combee.errors import ConfigError
@@ -168,7 +168,7 @@ class GepaLearner:
         schedule: BatchSchedule,
         executor: Executor,
         observer: LoopObserver,
-        config: LoopConfig,
+        config: LoopSettings,
         resume: LoopState[str] | None = None,
     ) -> LoopOutcome[str]:
         if config.pipeline:
