@@ -14,6 +14,7 @@ import pytest
 
 import combee
 from combee.core.types import Reflection
+from combee.embedding import sentences as embedding
 from combee.errors import ConfigError, LLMCallError
 from combee.llm import Endpoint, connect
 from combee.methods.ace.summary import Summary, summary_of
@@ -24,7 +25,6 @@ from combee.strategies import (
     HierSummarizeStrategy,
     SummarizeStrategy,
     TopKStrategy,
-    embedding,
 )
 from combee.strategies.topk import representatives
 

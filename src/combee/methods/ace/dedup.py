@@ -21,14 +21,14 @@ from collections.abc import Iterable, Sequence
 from types import ModuleType
 from typing import Any
 
-from combee.errors import ConfigError
-from combee.strategies.embedding import (
+from combee.embedding.sentences import (
     EMBED_PACKAGES,
     Embedder,
     default_embedder,
     missing_packages,
     preload_default_embedder,
 )
+from combee.errors import ConfigError
 
 DEFAULT_THRESHOLD = 0.86
 """Cosine similarity (all-MiniLM-L6-v2) at which two lessons with the same specifics count as

