@@ -14,15 +14,15 @@ from combee.resolve import LLMArg
 async def run_demo(
     llm: LLMArg,
     *,
-    train: int = 4,
+    train_limit: int = 4,
     batch_size: int = 4,
-    test: int = 4,
+    test_limit: int = 4,
     seed: int = 0,
     out: Path = Path("runs/demo"),
     progress: ProgressArg = None,
 ) -> list[str]:
-    """Train with the ``combee`` strategy on ``train`` Formula questions, score ``test`` before
-    and after; the lines that summarise it."""
+    """Train with the ``combee`` strategy on ``train_limit`` Formula questions, score
+    ``test_limit`` before and after; the lines that summarise it."""
     started = time.perf_counter()
     result = await train_async(
         "formula",
@@ -33,9 +33,9 @@ async def run_demo(
         overwrite=True,
         progress=progress,
         seed=seed,
-        train_limit=train,
+        train_limit=train_limit,
         val_limit=0,
-        test_limit=test,
+        test_limit=test_limit,
         token_budget=2000,
         max_tokens=768,
         baseline=True,

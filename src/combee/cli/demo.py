@@ -14,9 +14,11 @@ from combee.cli.app import app, err, run
 @app.command("demo")
 @opt.with_endpoint_options(concurrency=64, timeout=600.0)
 def demo_command(
-    train: Annotated[int, typer.Option(help="Training samples.")] = 4,
+    train_limit: Annotated[int, typer.Option(help="Training samples.")] = 4,
     batch_size: Annotated[int, typer.Option(help="Samples per iteration.")] = 4,
-    test: Annotated[int, typer.Option(help="Test samples, scored before and after.")] = 4,
+    test_limit: Annotated[int, typer.Option(help="Test samples, scored before and after.")] = 4,
+    train: Annotated[int | None, opt.renamed("--train", "--train-limit")] = None,
+    test: Annotated[int | None, opt.renamed("--test", "--test-limit")] = None,
     seed: opt.Seed = 0,
     out: Annotated[Path, typer.Option(help="Run directory.")] = Path("runs/demo"),
     **options: Any,
@@ -31,7 +33,8 @@ def demo_command(
         llm = opt.endpoint_of(options, cache=None, seed=seed)
         try:
             return await run_demo(
-                llm, train=train, batch_size=batch_size, test=test, seed=seed, out=out,
+                llm, train_limit=opt.given(train_limit, train), batch_size=batch_size,
+                test_limit=opt.given(test_limit, test), seed=seed, out=out,
                 progress=progress,
             )  # fmt: skip
         finally:

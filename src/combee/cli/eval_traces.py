@@ -38,7 +38,8 @@ def eval_traces_command(
     tasks: Annotated[
         str | None, typer.Option(help="Comma list of task ids (default: the run's held-out).")
     ] = None,
-    limit_tasks: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N tasks.")] = None,
+    limit_tasks: Annotated[int | None, opt.renamed("--limit-tasks", "--limit")] = None,
     points: Annotated[
         int, typer.Option("--points", "--points-per-task", help="Decision points per task.")
     ] = 3,
@@ -67,7 +68,9 @@ def eval_traces_command(
         err.print(f"  point {done}/{total} {result.point}: {marks}", highlight=False)
 
     async def evaluate() -> NextActionResult:
-        settings = _settings(run_dir, traces, playbook, tasks, format, limit_tasks)
+        settings = _settings(
+            run_dir, traces, playbook, tasks, format, opt.given(limit, limit_tasks)
+        )
         saved = settings.pop("llm", None)  # the run's endpoint
         if saved is None:
             llm = opt.endpoint_of(options, cache=cache, seed=seed)
@@ -89,7 +92,7 @@ def _settings(
     playbook: Path | None,
     tasks: str | None,
     format: str,
-    limit_tasks: int | None,
+    limit: int | None,
 ) -> dict[str, Any]:
     """The evaluation's settings: a learn run's, overridden by the flags given."""
     settings: dict[str, Any] = learned_run_settings(run_dir) if run_dir is not None else {}
@@ -103,6 +106,6 @@ def _settings(
         settings["format"] = format
     if not settings.get("traces") or "playbook" not in settings:
         raise fail("give --run RUN_DIR (a `combee learn` run), or --traces and --playbook")
-    if limit_tasks is not None and settings.get("tasks"):
-        settings["tasks"] = settings["tasks"][:limit_tasks]
+    if limit is not None and settings.get("tasks"):
+        settings["tasks"] = settings["tasks"][:limit]
     return settings

@@ -22,6 +22,7 @@ from combee.errors import ConfigError
 from combee.llm.connect import ENDPOINT_SETTINGS, Endpoint
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 Resume = Annotated[
     Path | None,
@@ -43,6 +44,26 @@ RayAddress = Annotated[
     ),
 ]
 Seed = Annotated[int, typer.Option(help="Seed of every shuffle, split and sampling choice.")]
+
+
+def renamed(old: str, new: str) -> Any:
+    """The hidden option of a flag's old spelling: it still works, with a one-line notice. Limits
+    are ``--train-limit``/``--val-limit``/``--test-limit``, or ``--limit`` where a command has
+    one (tests/test_limit_flags.py holds every command to it)."""
+
+    def notice(value: Any) -> Any:
+        if value is not None:
+            typer.echo(f"note: {old} is now {new}; the old spelling will go away", err=True)
+        return value
+
+    return typer.Option(old, hidden=True, callback=notice, help=f"Old spelling of {new}.")
+
+
+def given(new: T, old: T | None) -> T:
+    """A renamed flag's value: the old spelling's when that was given."""
+    return new if old is None else old
+
+
 Task = Annotated[
     str,
     typer.Option(
