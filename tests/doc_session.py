@@ -73,8 +73,11 @@ class DocSession:
         kept = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
         for name in ("COMBEE_BASE_URL", "MLFLOW_TRACKING_URI", "OPENAI_API_BASE"):
             kept.pop(name, None)
+        # A relative PYTHONPATH (src, to test a checkout) would not reach the block's folder.
+        python_path = [p for p in kept.get("PYTHONPATH", "").split(os.pathsep) if p]
         return {
             **kept,
+            "PYTHONPATH": os.pathsep.join(str(Path(p).resolve()) for p in python_path),
             "PATH": f"{BIN}{os.pathsep}{kept.get('PATH', '')}",
             "OPENAI_BASE_URL": self.endpoint,
             "OPENAI_API_KEY": "doc-test-placeholder",
