@@ -12,10 +12,10 @@ import jsonschema
 import pytest
 
 import combee
+from combee.engine.offline_eval import learned_run_settings
 from combee.llm import connect
 from combee.methods.ace import schemas as ace_schemas
 from combee.methods.gepa import schemas as gepa_schemas
-from combee.offline_eval import learned_run_settings
 from combee.sim import RunningServer, serve_in_thread
 from combee.sim.arbitrary import arbitrary_instance, arbitrary_responder
 

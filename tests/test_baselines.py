@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import combee
+from combee.engine.results import TrainResult
 from combee.llm import connect
-from combee.results import TrainResult
 from combee.sim import RequestRecord, SimConfig, peak_concurrency, serve_in_thread
 from combee.sim.ace_script import ace_responder
 from combee.sim.gates import wave, waves

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from combee.demo import summary
+from combee.engine.demo import summary
 from combee.sim import serve_in_thread
 from combee.sim.ace_script import ace_responder
 from tests.cli_helpers import run_combee

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from combee.engine.offline_eval import evaluate_next_actions
 from combee.errors import ConfigError
-from combee.offline_eval import evaluate_next_actions
 from combee.sim import RunningServer, serve_in_thread
 from combee.sim.ace_script import ace_responder
 from combee.tasks.traces import Outcome, ToolCall, Trace, TraceMessage, load_traces

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from combee.core.call_counts import CallRange
+from combee.engine.plan import Shape, count_plan, fixed_batches, plan
 from combee.errors import ConfigError
 from combee.methods.ace.method import AceMethod
-from combee.plan import Shape, count_plan, fixed_batches, plan
 from combee.strategies.combee import CombeeStrategy
 from combee.strategies.summarize import HierSummarizeStrategy
 

@@ -31,6 +31,7 @@ HEAVY = (
     "uvicorn",
     "combee.bench",
     "combee.api",
+    "combee.engine.training",
     "combee.llm.client",
 )
 """Modules (and their submodules) that starting up must not import."""

@@ -8,8 +8,6 @@ aggregation.
 See ``docs/api.md``.
 """
 
-import sys
-
 # Nothing is imported here beyond what the interpreter has already loaded, so that Ctrl-C while
 # the ``combee`` command starts lands inside its entry point, which ends quietly.
 TYPE_CHECKING = False
@@ -25,18 +23,18 @@ if TYPE_CHECKING:
     from combee.core.learner import Learner, LoopLearner
     from combee.core.loop_observer import LoopObserver
     from combee.core.types import Method, Reflection, Strategy, Trajectory
-    from combee.errors import CombeeError, ConfigError, DatasetError, EndpointError, LLMCallError
-    from combee.evaluation import evaluate, evaluate_async
-    from combee.learn import learn, learn_async
-    from combee.methods.registry import METHODS
-    from combee.offline_eval import (
+    from combee.engine.evaluation import evaluate, evaluate_async
+    from combee.engine.learn import learn, learn_async
+    from combee.engine.offline_eval import (
         NextActionResult,
         evaluate_next_actions,
         evaluate_next_actions_async,
     )
-    from combee.plan import RunPlan, plan
-    from combee.results import EvalResult, TrainResult
-    from combee.resume import resume, resume_async
+    from combee.engine.plan import RunPlan, plan
+    from combee.engine.results import EvalResult, TrainResult
+    from combee.engine.resume import resume, resume_async
+    from combee.errors import CombeeError, ConfigError, DatasetError, EndpointError, LLMCallError
+    from combee.methods.registry import METHODS
     from combee.strategies.registry import STRATEGIES
     from combee.tasks.agent import AgentTask, Episode, with_playbook
     from combee.tasks.base import Sample, Score, Splits, Task
@@ -65,20 +63,20 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "DatasetError": ("combee.errors", "DatasetError"),
     "EndpointError": ("combee.errors", "EndpointError"),
     "LLMCallError": ("combee.errors", "LLMCallError"),
-    "evaluate": ("combee.evaluation", "evaluate"),
-    "evaluate_async": ("combee.evaluation", "evaluate_async"),
-    "learn": ("combee.learn", "learn"),
-    "learn_async": ("combee.learn", "learn_async"),
+    "evaluate": ("combee.engine.evaluation", "evaluate"),
+    "evaluate_async": ("combee.engine.evaluation", "evaluate_async"),
+    "learn": ("combee.engine.learn", "learn"),
+    "learn_async": ("combee.engine.learn", "learn_async"),
     "METHODS": ("combee.methods.registry", "METHODS"),
-    "NextActionResult": ("combee.offline_eval", "NextActionResult"),
-    "evaluate_next_actions": ("combee.offline_eval", "evaluate_next_actions"),
-    "evaluate_next_actions_async": ("combee.offline_eval", "evaluate_next_actions_async"),
-    "plan": ("combee.plan", "plan"),
-    "RunPlan": ("combee.plan", "RunPlan"),
-    "EvalResult": ("combee.results", "EvalResult"),
-    "TrainResult": ("combee.results", "TrainResult"),
-    "resume": ("combee.resume", "resume"),
-    "resume_async": ("combee.resume", "resume_async"),
+    "NextActionResult": ("combee.engine.offline_eval", "NextActionResult"),
+    "evaluate_next_actions": ("combee.engine.offline_eval", "evaluate_next_actions"),
+    "evaluate_next_actions_async": ("combee.engine.offline_eval", "evaluate_next_actions_async"),
+    "plan": ("combee.engine.plan", "plan"),
+    "RunPlan": ("combee.engine.plan", "RunPlan"),
+    "EvalResult": ("combee.engine.results", "EvalResult"),
+    "TrainResult": ("combee.engine.results", "TrainResult"),
+    "resume": ("combee.engine.resume", "resume"),
+    "resume_async": ("combee.engine.resume", "resume_async"),
     "STRATEGIES": ("combee.strategies.registry", "STRATEGIES"),
     "AgentTask": ("combee.tasks.agent", "AgentTask"),
     "Episode": ("combee.tasks.agent", "Episode"),
@@ -113,19 +111,6 @@ def __getattr__(name: str) -> "Any":
 
 def __dir__() -> list[str]:
     return sorted({*globals(), *_EXPORTS})
-
-
-class _Package(type(sys)):  # type: ignore[misc]  # the module type, without importing types
-    """``combee.learn`` and ``combee.resume`` are functions, though modules of the same names
-    exist: importing those modules must not put them where the functions are."""
-
-    def __setattr__(self, name: str, value: "Any") -> None:
-        if isinstance(value, type(sys)) and _EXPORTS.get(name, ("", None))[1]:
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 
 __all__ = [

@@ -19,11 +19,11 @@ from typing import Any
 
 from combee.bench.lessons import make_lessons, retained
 from combee.core.types import Reflection
+from combee.engine.resolve import LLMArg, llm_of
 from combee.errors import CombeeError
 from combee.llm.client import LLM
 from combee.llm.types import DEFAULT_MAX_TOKENS
 from combee.methods.ace import AceMethod, AceUpdate, Playbook
-from combee.resolve import LLMArg, llm_of
 from combee.strategies.registry import STRATEGIES
 from combee.strategies.settings import CombeeSettings
 from combee.tasks.base import Sample, Score

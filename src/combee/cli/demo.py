@@ -24,7 +24,7 @@ def demo_command(
     **options: Any,
 ) -> None:
     """A short real Combee training on Formula: accuracy before and after, and the playbook."""
-    from combee.demo import run_demo
+    from combee.engine.demo import run_demo
     from combee.progress import ConsoleProgress
 
     progress = ConsoleProgress(err)

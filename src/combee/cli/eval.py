@@ -13,7 +13,7 @@ from combee.cli.app import app, err, fail, run, stdout_console
 from combee.llm.types import DEFAULT_MAX_TOKENS
 
 if TYPE_CHECKING:
-    from combee.results import EvalResult
+    from combee.engine.results import EvalResult
 
 
 @app.command("eval")
@@ -39,7 +39,7 @@ def eval_command(
     **options: Any,
 ) -> None:
     """Evaluate a saved playbook on a task split."""
-    from combee.evaluation import evaluate_async
+    from combee.engine.evaluation import evaluate_async
     from combee.progress import ConsoleProgress
 
     progress = ConsoleProgress(err, evaluation_lines=False)  # the result is printed below

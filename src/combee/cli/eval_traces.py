@@ -9,14 +9,14 @@ import typer
 
 from combee.cli import options as opt
 from combee.cli.app import app, err, fail, run, stdout_console
-from combee.offline_eval import (
+from combee.engine.offline_eval import (
     TRANSCRIPT_TOKENS,
     evaluate_next_actions_async,
     learned_run_settings,
 )
 
 if TYPE_CHECKING:
-    from combee.offline_eval import NextActionResult, PointResult
+    from combee.engine.offline_eval import NextActionResult, PointResult
 
 
 @app.command("eval-traces")

@@ -21,7 +21,7 @@ from combee.strategies.settings import CombeeSettings, TopKSettings
 from combee.tasks.traces.formats import FORMATS
 
 if TYPE_CHECKING:
-    from combee.results import TrainResult
+    from combee.engine.results import TrainResult
 
 _GROUPS = (LoopSettings, AceSettings, CombeeSettings, TopKSettings, AutoBatchSettings)
 _DECLARED = [item for group in _GROUPS for item in declared(group)]
@@ -75,7 +75,7 @@ def learn_command(
     **options: Any,
 ) -> None:
     """Learn a playbook from recorded agent trajectories, without re-running anything."""
-    from combee.learn import learn_async
+    from combee.engine.learn import learn_async
     from combee.progress import ConsoleProgress
     from combee.runs.run_dir import check_run_dir
 

@@ -15,8 +15,8 @@ from combee.runs.layout import CACHE_FILE
 from combee.settings import SETTINGS
 
 if TYPE_CHECKING:
+    from combee.engine.results import TrainResult
     from combee.progress import ConsoleProgress
-    from combee.results import TrainResult
 
 
 @app.command("train")
@@ -120,7 +120,7 @@ def train_command(
 
 def print_plan(task: str, attack: str | None, *, settings: dict[str, Any], **chosen: Any) -> None:
     """``--dry-run``: the plan of the run the flags describe, printed; no call is made."""
-    from combee.plan import RunPlan, plan
+    from combee.engine.plan import RunPlan, plan
     from combee.tasks.registry import with_attack
 
     async def planned() -> RunPlan:
@@ -148,7 +148,7 @@ def agent_results(summary: dict[str, Any]) -> list[str]:
     """An agent run's outcome in words: the success rate on the test split with its 95%
     interval (and the baseline's), tasks gained and lost, invalid steps and, under an attack,
     how often the planted text was obeyed."""
-    from combee.episodes import BASELINE_TEST_EPISODES_FILE, TEST_EPISODES_FILE
+    from combee.engine.episodes import BASELINE_TEST_EPISODES_FILE, TEST_EPISODES_FILE
     from combee.progress import success_text
 
     lines = []
@@ -179,7 +179,7 @@ def _on_command_line(ctx: typer.Context, name: str) -> bool:
 
 def resume_run(folder: Path, progress: ConsoleProgress) -> None:
     """``--resume FOLDER``: continue the run there with its recorded settings, then print."""
-    from combee.resume import resume_async
+    from combee.engine.resume import resume_async
     from combee.runs.tracking import MlflowTracker
 
     async def go() -> TrainResult:

@@ -27,7 +27,7 @@ class LoopObserver:
         return None
 
     def on_plan(self, plan: Any) -> None:
-        """The run's plan (:class:`combee.plan.RunPlan`): the calls it will make, before the
+        """The run's plan (:class:`combee.engine.plan.RunPlan`): the calls it will make, before the
         first."""
         return None
 

@@ -24,6 +24,7 @@ from typing import Any, Literal, TypeVar
 
 from combee.api import train_async
 from combee.core.loop_observer import LoopObserver
+from combee.engine.resolve import LLMArg
 from combee.errors import CombeeError, ConfigError
 from combee.llm.connect import Endpoint
 from combee.llm.types import ChatModel
@@ -31,7 +32,6 @@ from combee.report.build import ReportFiles, write_report
 from combee.report.finished_cells import differences, endpoint_config, grid_config
 from combee.report.runs_index import is_run_dir
 from combee.report.spec import RESERVED, train_settings
-from combee.resolve import LLMArg
 from combee.runs import RESULTS_FILE, read_config
 from combee.strategies.registry import STRATEGIES
 from combee.sync import run_sync

@@ -16,9 +16,9 @@ from dataclasses import asdict
 from typing import Any
 
 from combee.core.types import Named
+from combee.engine.guards import absolute_spec
 from combee.llm.connect import Endpoint
 from combee.llm.redact import without_credentials
-from combee.run_guards import absolute_spec
 from combee.settings import NAMES, run_settings
 from combee.tasks.base import Task
 

@@ -1,8 +1,8 @@
 """Learning rounds: the store's newly scored traces folded into the next playbook version.
 
 A round takes the traces whose feedback arrived after the namespace's watermark, learns from
-them with :func:`combee.learn.learn_traces_async` (the engine of ``combee learn``) starting from
-the active playbook, and stores the result as the next version, with the traces each new bullet
+them with :func:`combee.engine.learn.learn_traces_async` (what ``combee learn`` runs) starting
+from the active playbook, and stores the result as the next version, with the traces each new bullet
 was learned from. The version, its activation and the new watermark are one transaction.
 
 Activation: ``always`` serves the new version at once; ``checked`` first holds out a share of the
@@ -118,9 +118,9 @@ async def learn_round(
     """One round for ``namespace`` (see the module's docstring); ``llm`` is the learner's
     endpoint or client, ``learn_settings`` those of ``combee learn`` (strategy, batch size,
     ...), ``initial`` the starting playbook (version 1, when the namespace has none yet)."""
-    from combee.learn import learn_traces_async
+    from combee.engine.learn import learn_traces_async
+    from combee.engine.offline_eval import evaluate_next_actions_async
     from combee.methods.ace import Playbook
-    from combee.offline_eval import evaluate_next_actions_async
 
     started = time.perf_counter()
     options = dict(learn_settings or {})

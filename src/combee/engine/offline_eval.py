@@ -32,8 +32,8 @@ from combee.tasks.traces.next_action import (
 )
 
 if TYPE_CHECKING:
+    from combee.engine.resolve import LLMArg
     from combee.llm.client import LLM
-    from combee.resolve import LLMArg
 
 logger = logging.getLogger(__name__)
 
@@ -171,8 +171,8 @@ async def evaluate_next_actions_async(
         )
     tools = tool_names(loaded)
     # The client's machinery is imported here: the command line reads this module's defaults.
-    from combee.resolve import llm_of
-    from combee.results import usage_summary
+    from combee.engine.resolve import llm_of
+    from combee.engine.results import usage_summary
 
     client, owned = llm_of(llm, seed=seed)
     try:
@@ -219,7 +219,7 @@ def learned_run_settings(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     and the other fields ``config.json`` recorded; never a key, which is read from the
     environment as the run read it) of a ``combee learn`` run directory, as settings of
     :func:`evaluate_next_actions_async`."""
-    from combee.resume import saved_endpoint  # the run engine; not for the command's help
+    from combee.engine.resume import saved_endpoint  # the run engine; not for the command's help
 
     folder = Path(run_dir)
     config_path = folder / CONFIG_FILE

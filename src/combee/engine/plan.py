@@ -21,12 +21,12 @@ from typing import Any
 from combee.core.batch_schedule import BatchSchedule
 from combee.core.call_counts import NONE, CallRange, MethodCalls, PlansReduce, total
 from combee.core.types import Named, Strategy
+from combee.engine.prepare import Prepared, prepared
+from combee.engine.resolve import LLMArg, schedule_of
 from combee.llm.accounting import Prices
 from combee.llm.client import LLM
 from combee.llm.connect import Endpoint
 from combee.methods.registry import calls_of
-from combee.prepare import Prepared, prepared
-from combee.resolve import LLMArg, schedule_of
 from combee.tasks.base import Task
 
 PREFLIGHT_ROLE = "preflight"

@@ -12,12 +12,12 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from combee.api import train_async
 from combee.core.loop_settings import SPLIT_SETTINGS, LoopSettings
 from combee.declare import declared
+from combee.engine.results import TrainResult
+from combee.engine.training import train_async
 from combee.errors import ConfigError
 from combee.methods.ace.traces import TRANSCRIPT_TOKENS
-from combee.results import TrainResult
 from combee.runs.tracking import shown_uri
 from combee.sync import run_sync
 from combee.tasks.traces import Trace, TraceTask, read_traces, render_transcript

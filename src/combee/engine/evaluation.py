@@ -9,9 +9,7 @@ from typing import Any
 from combee.core.executor import AsyncioExecutor, Executor
 from combee.core.learner import Learner
 from combee.core.loop_observer import LoopObserver, ObserverGroup
-from combee.errors import ConfigError
-from combee.llm.types import DEFAULT_MAX_TOKENS
-from combee.resolve import (
+from combee.engine.resolve import (
     LLMArg,
     initial_text,
     learner_of,
@@ -22,7 +20,9 @@ from combee.resolve import (
     whole,
     widen_for,
 )
-from combee.results import EvalResult, usage_summary
+from combee.engine.results import EvalResult, usage_summary
+from combee.errors import ConfigError
+from combee.llm.types import DEFAULT_MAX_TOKENS
 from combee.sync import run_sync
 from combee.tasks.base import Sample, Task
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from combee.core.types import Strategy
+from combee.engine.resolve import limited, strategy_of, task_of
 from combee.errors import ConfigError
-from combee.resolve import limited, strategy_of, task_of
 from combee.settings import RunSettings, run_settings
 from combee.tasks.agent import AgentTask
 from combee.tasks.base import Sample, Splits, Task

@@ -6,9 +6,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from combee.api import train_async
+from combee.engine.resolve import LLMArg
+from combee.engine.training import train_async
 from combee.progress import ProgressArg
-from combee.resolve import LLMArg
 
 
 async def run_demo(

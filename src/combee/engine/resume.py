@@ -12,11 +12,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from combee.api import train_async
+from combee.engine.learn import learn_async
+from combee.engine.results import TrainResult
+from combee.engine.training import train_async
 from combee.errors import ConfigError
-from combee.learn import learn_async
 from combee.llm.connect import CLIENTS, Endpoint
-from combee.results import TrainResult
 from combee.runs import CACHE_FILE, CHECKPOINT_FILE, RESULTS_FILE, read_config
 from combee.runs.checkpoint import earlier_behaviour
 from combee.settings import NAMES
@@ -30,7 +30,7 @@ LEARN_SETTINGS = {
     "trace_limit": "limit", "contrast": "contrast", "transcript_tokens": "transcript_tokens",
     "trace_since": "since", "trace_tracking_uri": "tracking_uri",
 }  # fmt: skip
-"""Settings of a learn run's ``config.json``, and the name :func:`combee.learn` takes."""
+"""Settings of a learn run's ``config.json``, and the name :func:`combee.engine.learn` takes."""
 
 
 def saved_settings(run_dir: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
