@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -45,9 +44,6 @@ def _options(
     ),
 ) -> None:
     """Scale prompt learning: parallel map, augmented shuffle, scan aggregation."""
-
-
-DEFAULT_MODEL = os.environ.get("COMBEE_MODEL", "local")
 
 
 def stdout_console() -> Console:

@@ -17,6 +17,7 @@ from combee.declare import declared
 from combee.methods.ace.settings import AceSettings
 from combee.methods.ace.traces import TRANSCRIPT_TOKENS
 from combee.runs.layout import CACHE_FILE
+from combee.strategies.names import STRATEGY_HELP
 from combee.strategies.settings import CombeeSettings, TopKSettings
 from combee.tasks.traces.formats import FORMATS
 
@@ -56,9 +57,7 @@ def learn_command(
     transcript_tokens: Annotated[
         int, typer.Option(help="Tokens of trajectory the reflector sees; longer ones are cut.")
     ] = TRANSCRIPT_TOKENS,
-    strategy: Annotated[
-        str, typer.Option(help="sequential | naive | combee | topk | summarize | ...")
-    ] = "combee",
+    strategy: Annotated[str, typer.Option(help=STRATEGY_HELP)] = "combee",
     batch_size: Annotated[
         str, typer.Option(help="Traces per iteration, or auto: profile sizes, pick one.")
     ] = "40",

@@ -14,6 +14,7 @@ from combee.cli.learn import LEARN_SETTINGS
 from combee.cli.setting_options import settings_from_options, with_setting_options
 from combee.serve.records import DEFAULT_NAMESPACE
 from combee.serve.settings import SERVE_SETTINGS
+from combee.strategies.names import STRATEGY_HELP
 
 serve_app = typer.Typer(
     help="The learning gateway: an OpenAI-compatible endpoint in front of yours that puts the "
@@ -52,9 +53,7 @@ def serve_command(
         bool,
         typer.Option(help="Learn from scored traces in this process (--no-learn: record only)."),
     ] = True,
-    strategy: Annotated[
-        str, typer.Option(help="sequential | naive | combee | topk | summarize | ...")
-    ] = "combee",
+    strategy: Annotated[str, typer.Option(help=STRATEGY_HELP)] = "combee",
     batch_size: Annotated[
         str, typer.Option(help="Traces per iteration of a round (default: up to 40), or auto.")
     ] = "40",
@@ -169,7 +168,7 @@ def learn_round_command(
     store: Store = Path("combee-serve"),
     agent: Namespace = DEFAULT_NAMESPACE,
     activate: Annotated[str, typer.Option(help="always | checked.")] = "always",
-    strategy: Annotated[str, typer.Option(help="sequential | naive | combee | ...")] = "combee",
+    strategy: Annotated[str, typer.Option(help=STRATEGY_HELP)] = "combee",
     batch_size: Annotated[str, typer.Option(help="Traces per iteration, or auto.")] = "40",
     **options: Any,
 ) -> None:

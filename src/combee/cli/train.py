@@ -13,6 +13,7 @@ from combee.cli.setting_options import settings_from_options, with_setting_optio
 from combee.errors import ConfigError
 from combee.runs.layout import CACHE_FILE
 from combee.settings import SETTINGS
+from combee.strategies.names import STRATEGY_HELP
 
 if TYPE_CHECKING:
     from combee.engine.results import TrainResult
@@ -35,10 +36,7 @@ def train_command(
     method: Annotated[str, typer.Option(help="ace (playbook) | gepa (system prompt).")] = "ace",
     strategy: Annotated[
         str,
-        typer.Option(
-            help="sequential | naive | combee | topk | summarize | hier-summarize | a "
-            "registered plugin's name."
-        ),
+        typer.Option(help=STRATEGY_HELP),
     ] = "combee",
     batch_size: Annotated[
         str, typer.Option(help="Samples per iteration, or auto: profile sizes, pick one.")

@@ -7,7 +7,8 @@ from combee.lazy import lazy_exports
 if TYPE_CHECKING:
     from combee.strategies.combee import CombeeStrategy
     from combee.strategies.naive import NaiveStrategy
-    from combee.strategies.registry import STRATEGIES, STRATEGY_NAMES, get_strategy
+    from combee.strategies.names import STRATEGY_NAMES
+    from combee.strategies.registry import STRATEGIES, get_strategy
     from combee.strategies.sequential import SequentialStrategy
     from combee.strategies.summarize import HierSummarizeStrategy, SummarizeStrategy
     from combee.strategies.topk import TopKStrategy
@@ -16,7 +17,7 @@ _EXPORTS = {
     "CombeeStrategy": "combee.strategies.combee",
     "NaiveStrategy": "combee.strategies.naive",
     "STRATEGIES": "combee.strategies.registry",
-    "STRATEGY_NAMES": "combee.strategies.registry",
+    "STRATEGY_NAMES": "combee.strategies.names",
     "get_strategy": "combee.strategies.registry",
     "SequentialStrategy": "combee.strategies.sequential",
     "HierSummarizeStrategy": "combee.strategies.summarize",

@@ -39,17 +39,6 @@ STRATEGIES.register("topk", TopKStrategy)
 STRATEGIES.register("summarize", SummarizeStrategy)
 STRATEGIES.register("hier-summarize", HierSummarizeStrategy)
 
-STRATEGY_NAMES = (
-    "sequential",
-    "naive",
-    "combee",
-    "combee-sqrt",
-    "topk",
-    "summarize",
-    "hier-summarize",
-)
-"""The built-in strategies."""
-
 
 def get_strategy(
     name: str,
