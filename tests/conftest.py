@@ -23,7 +23,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-DOC_BLOCK = "tests/test_docs.py::test_doc_block["
+DOC_BLOCK = "tests/docs/test_docs.py::test_doc_block["
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -1,0 +1,88 @@
+"""Pure parts of the gateway: a stream cut anywhere reads the same, conversations chain in a
+canonical form, one outcome per trace."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from combee.serve.chaining import chain_key, continued
+from combee.serve.learner import latest_outcomes
+from combee.serve.records import Feedback
+from combee.serve.streams import StreamReader
+from tests.serve.test_serve_gateway import STREAM
+
+WHOLE = b"".join(STREAM)
+
+
+@given(st.lists(st.integers(min_value=0, max_value=len(WHOLE)), max_size=12))
+def test_a_stream_cut_anywhere_passes_the_same_bytes_and_message(cuts: list[int]) -> None:
+    bounds = [0, *sorted(cuts), len(WHOLE)]
+    reader = StreamReader()
+    passed = b"".join(reader.feed(WHOLE[a:b]) for a, b in pairwise(bounds))
+    assert b"[DONE]" not in passed  # held back until the exchange is stored
+    assert passed + reader.rest() == WHOLE
+    assert reader.message() == {
+        "role": "assistant",
+        "content": "Hello ☃",
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "look", "arguments": '{"q": "x"}'},
+            }
+        ],
+    }
+    assert reader.finish_reason == "tool_calls"
+
+
+def test_crlf_events_and_a_stream_without_done() -> None:
+    reader = StreamReader()
+    body = b'data: {"choices":[{"index":0,"delta":{"content":"a"}}]}\r\n\r\ndata: {"choices":'
+    assert reader.feed(body) == body[: body.index(b"\r\n\r\n") + 4]
+    assert reader.rest() == b'data: {"choices":'
+    assert reader.message() == {"role": "assistant", "content": "a"}
+
+
+def test_a_conversation_continues_in_canonical_form() -> None:
+    system = {"role": "system", "content": "s"}
+    user = {"role": "user", "content": [{"type": "text", "text": "hi"}]}
+    reply = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}}
+        ],
+    }
+    known = {("ns", chain_key("ns", [system, user], reply)): "tr-1"}
+    resent = {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{ "a": 1 }'}}
+        ],
+    }
+    follow = [
+        {"role": "developer", "content": "s"},
+        {"role": "user", "content": "hi"},
+        resent,
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+    ]
+    assert continued("ns", follow, known)[0] == "tr-1"
+    assert continued("other", follow, known)[0] is None
+    changed = [*follow[:2], {**resent, "tool_calls": [{**resent["tool_calls"][0], "id": "c2"}]}]
+    assert continued("ns", changed, known)[0] is None
+
+
+def test_one_outcome_per_trace_the_latest_filling_from_earlier() -> None:
+    found = latest_outcomes(
+        [
+            Feedback("t", "ns", reward=0.5, text="first"),
+            Feedback("u", "ns", success=True),
+            Feedback("t", "ns", success=False),
+        ]
+    )
+    assert found["t"] == Feedback("t", "ns", reward=0.5, success=False, text="first")
+    assert found["u"].success is True
