@@ -1,4 +1,6 @@
-"""Shared test settings: ``SKIP_SLOW=1`` (or ``-m "not slow"``) skips the real-model tests.
+"""Shared test settings: ``SKIP_SLOW=1`` (or ``-m "not slow"``) skips the real-model tests;
+``-m "not ray"`` and ``-m "not mlflow_server"`` leave out those that start a Ray cluster or an
+MLflow server (markers declared in pyproject.toml).
 
 Near-duplicate folding by embedding is on by default when the embed extra is installed; its
 model load would add seconds to every run these tests start, so it is off here

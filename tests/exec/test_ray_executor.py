@@ -25,6 +25,8 @@ from combee.tasks.base import Sample  # noqa: E402
 from combee.tasks.formula import FormulaTask  # noqa: E402
 from tests.cli_helpers import run_combee  # noqa: E402
 
+pytestmark = pytest.mark.ray
+
 # Classes of this module travel to the workers by value (the workers need not import tests).
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 

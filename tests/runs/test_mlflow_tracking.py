@@ -99,6 +99,7 @@ def _runs(uri: str, experiment: str) -> list[Any]:
     return runs
 
 
+@pytest.mark.mlflow_server
 def test_a_tracked_train_run_is_an_mlflow_run(tracking_uri: str, tmp_path: Path) -> None:
     out = tmp_path / "formula-b2"
     with serve_in_thread(ace_responder) as server:
@@ -146,6 +147,7 @@ def test_a_tracked_train_run_is_an_mlflow_run(tracking_uri: str, tmp_path: Path)
     )
 
 
+@pytest.mark.mlflow_server
 def test_each_cell_of_a_tracked_compare_grid_is_an_mlflow_run(
     tracking_uri: str, tmp_path: Path
 ) -> None:
@@ -172,6 +174,7 @@ class StopAfterOne(LoopObserver):
         raise KeyboardInterrupt  # as a kill would, once iteration 1 is saved
 
 
+@pytest.mark.mlflow_server
 def test_a_resumed_run_continues_its_mlflow_run(tracking_uri: str, tmp_path: Path) -> None:
     from combee.runs.tracking import MlflowTracker
 
@@ -265,6 +268,7 @@ def _agent_traces(uri: str, experiment: str, base_url: str) -> list[str]:
     return ids
 
 
+@pytest.mark.mlflow_server
 def test_traces_logged_by_mlflow_autologging_are_learned_from(
     tracking_uri: str, tmp_path: Path
 ) -> None:
@@ -308,6 +312,7 @@ def test_traces_logged_by_mlflow_autologging_are_learned_from(
         read_traces(["mlflow:agent"], tracking_uri=tracking_uri, since="2999-01-01")
 
 
+@pytest.mark.mlflow_server
 def test_errors_name_what_to_fix(tracking_uri: str) -> None:
     from combee.tasks.traces import read_traces
 
@@ -341,6 +346,7 @@ class KillAt(LoopObserver):
             _stop(self.server, signal.SIGKILL)
 
 
+@pytest.mark.mlflow_server
 def test_a_tracking_server_that_dies_mid_run_costs_the_tracking_only(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -120,6 +120,7 @@ def _expected(store: TraceStore) -> dict[str, Any]:
     return found
 
 
+@pytest.mark.mlflow_server
 def test_conversations_exported_read_back_the_same_once(tracking_uri: str, tmp_path: Path) -> None:
     from combee.serve.mlflow_export import export_mlflow
 
@@ -209,6 +210,7 @@ def test_conversations_exported_read_back_the_same_once(tracking_uri: str, tmp_p
         assert len(read_traces(["mlflow:exported"], tracking_uri=tracking_uri).traces) == 5
 
 
+@pytest.mark.mlflow_server
 def test_export_errors_name_the_setting(tracking_uri: str, tmp_path: Path) -> None:
     from combee.serve.mlflow_export import export_mlflow
 
@@ -222,6 +224,7 @@ def test_export_errors_name_the_setting(tracking_uri: str, tmp_path: Path) -> No
             export_mlflow(store, namespace=NAMESPACE, tracking_uri=tracking_uri, experiment="")
 
 
+@pytest.mark.mlflow_server
 def test_export_command_writes_mlflow_traces(tracking_uri: str, tmp_path: Path) -> None:
     store = tmp_path / "store"
     with TraceStore(store) as opened:
@@ -258,6 +261,7 @@ def _history(uri: str, run: Any, metric: str) -> list[tuple[int, float]]:
     return sorted((m.step, m.value) for m in history)
 
 
+@pytest.mark.mlflow_server
 def test_round_tracker_logs_each_round_as_a_step(tracking_uri: str) -> None:
     from combee.serve.round_tracking import RoundTracker
 
@@ -308,6 +312,7 @@ def test_serve_track_options_are_checked_before_serving() -> None:
     assert "--tracking-uri http://127.0.0.1:9 does not answer" in gone.stderr
 
 
+@pytest.mark.mlflow_server
 def test_a_gateways_learning_rounds_reach_mlflow(tracking_uri: str, tmp_path: Path) -> None:
     pytest.importorskip("agents")
     pytest.importorskip("starlette")

@@ -150,6 +150,7 @@ def test_an_openai_style_tool_agent_trains_and_its_conversation_arrives_unchange
     assert second and all(b["messages"][2]["tool_calls"][0]["type"] == "function" for b in second)
 
 
+@pytest.mark.slow
 def test_the_embedded_model_answers_the_same_tool_calls(tmp_path: Path) -> None:
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed")
     agent = WeatherAgent(sdk_shape=True)

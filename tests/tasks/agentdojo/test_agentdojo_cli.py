@@ -45,7 +45,7 @@ def train(out: Path, base_url: str, *extra: str) -> dict[str, Any]:
     return dict(json.loads((out / "final_results.json").read_text()))
 
 
-@pytest.mark.parametrize("executor", ["asyncio", "ray"])
+@pytest.mark.parametrize("executor", ["asyncio", pytest.param("ray", marks=pytest.mark.ray)])
 def test_train_on_agentdojo_banking_from_the_command_line(tmp_path: Path, executor: str) -> None:
     if executor == "ray":
         pytest.importorskip("ray", reason="Ray is not installed")
