@@ -49,7 +49,7 @@ Seed = Annotated[int, typer.Option(help="Seed of every shuffle, split and sampli
 def renamed(old: str, new: str) -> Any:
     """The hidden option of a flag's old spelling: it still works, with a one-line notice. Limits
     are ``--train-limit``/``--val-limit``/``--test-limit``, or ``--limit`` where a command has
-    one (tests/test_limit_flags.py holds every command to it)."""
+    one (tests/cli/test_limit_flags.py holds every command to it)."""
 
     def notice(value: Any) -> Any:
         if value is not None:

@@ -14,7 +14,7 @@ L2 normalisation, as the model's sentence-transformers modules do. Inputs are cu
 the LLM calls in flight and whatever else shares the machine, and OpenBLAS's threads, waiting on
 each other for cores they do not get, made two short texts cost 0.22-0.32 s of CPU on a loaded
 2-core machine against 0.016 s on one thread (500 texts: 7.1-7.5 s against 4.6 s, in the same
-wall time). ``tests/test_minilm.py`` checks the vectors against
+wall time). ``tests/embedding/test_minilm.py`` checks the vectors against
 sentence-transformers'.
 """
 

@@ -260,7 +260,7 @@ def connect(
     it). The client is
     bound to the event loop it first runs on; close it with ``await llm.aclose()``.
     """
-    # The parameters are the Endpoint's fields, in order (tests/test_endpoint_declared.py).
+    # The parameters are the Endpoint's fields, in order (tests/core/test_endpoint_declared.py).
     return Endpoint(**locals()).connect()
 
 

@@ -150,7 +150,8 @@ MULTILINE: tuple[Detector, ...] = (
 DETECTORS: tuple[Detector, ...] = (
     # No match of these spans a line break, except through the whitespace after "Bearer" and
     # the like (see _BREAK_AFTER). The formats are those providers document for their keys;
-    # detect-secrets' detectors are the floor the tests hold them to (tests/test_secret_formats.py).
+    # detect-secrets' detectors are the floor the tests hold them to
+    # (tests/security/test_secret_formats.py).
     Detector(
         "api-key",
         ("live", "test", "proj", "ant"),
