@@ -30,6 +30,7 @@ from combee.methods.ace.lesson_counts import LessonCounts
 from combee.methods.ace.operations import ApplyResult, apply_operations
 from combee.methods.ace.playbook import Playbook
 from combee.methods.ace.screening import screen_reflections
+from combee.methods.ace.settings import AceSettings
 from combee.methods.ace.summary import summary_of
 from combee.methods.ace.update import AceUpdate
 from combee.tasks.base import Sample, Score
@@ -62,7 +63,7 @@ class AceMethod:
         llm: ChatModel,
         score: Callable[[str, Sample], Score],
         *,
-        token_budget: int | None = 8000,
+        token_budget: int | None = AceSettings.token_budget,
         temperature: float = 0.0,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         near_duplicates: NearDuplicates | None = None,
