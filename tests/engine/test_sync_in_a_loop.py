@@ -40,6 +40,8 @@ def test_ctrl_c_while_waiting_cancels_the_run_and_reaches_the_caller(tmp_path: P
     # A loop of the test's own: asyncio.run (and pytest's async tests) would take Ctrl-C to
     # cancel their main task; a kernel's loop, like this one, leaves it a KeyboardInterrupt.
     loop = asyncio.new_event_loop()
+    # Ctrl-C as at a terminal: a test runner started in the background inherits "ignore".
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     with serve_in_thread(stalled) as server:
         threading.Thread(target=interrupt).start()
         try:
@@ -48,6 +50,7 @@ def test_ctrl_c_while_waiting_cancels_the_run_and_reaches_the_caller(tmp_path: P
         finally:
             released.set()
             loop.close()
+            signal.signal(signal.SIGINT, previous)
     assert asked.is_set()
     assert not any(t.name == "combee.train_async" for t in threading.enumerate())
     assert not (tmp_path / "run" / "final_results.json").exists()
