@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
-import sys
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -129,20 +128,16 @@ def declared(group: type[Any]) -> list[Declared]:
 
 
 def _hints(group: type[Any]) -> dict[str, Any]:
-    """The field types of ``group``; a field whose type is imported for type checkers alone
-    (a heavy module the command line should not load) is read as ``Any``."""
-    try:
-        return typing.get_type_hints(group)
-    except NameError:
-        found: dict[str, Any] = {}
-        for base in reversed(group.__mro__):
-            space = vars(sys.modules[base.__module__])
-            for name, written in inspect.get_annotations(base).items():
-                try:
-                    found[name] = eval(written, space) if isinstance(written, str) else written
-                except NameError:
-                    found[name] = Any
-        return found
+    """The field types of ``group``; a type imported for type checkers alone (a heavy module
+    the command line should not load) is read as ``Any``."""
+    missing: dict[str, Any] = {}
+    while True:
+        try:
+            return typing.get_type_hints(group, localns=missing)
+        except NameError as error:
+            if error.name is None or error.name in missing:
+                raise
+            missing[error.name] = Any
 
 
 def checked(item: Declared, value: Any) -> Any:
