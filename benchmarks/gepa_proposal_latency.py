@@ -22,6 +22,7 @@ from combee.methods.gepa import CombeeReflection, LoopRunner
 from combee.sim import SimConfig, serve_in_thread
 from combee.sim.gepa_script import gepa_responder
 from combee.strategies import CombeeStrategy
+from combee.strategies.settings import CombeeSettings
 
 
 def records(n: int, offset: int) -> list[dict[str, Any]]:
@@ -55,7 +56,9 @@ def main() -> None:
 
         def strategy(concurrency: int) -> CombeeReflection:
             llm = connect("sim", base_url=server.base_url, concurrency=concurrency)
-            made = CombeeReflection(llm, runner, CombeeStrategy(p=2, seed=0), seed=0)
+            made = CombeeReflection(
+                llm, runner, CombeeStrategy(CombeeSettings(duplication=2), seed=0), seed=0
+            )
             # Warm up: the first requests pay for connections and the SDK's lazy imports.
             made.reflect_many(
                 [

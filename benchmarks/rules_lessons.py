@@ -28,6 +28,7 @@ from combee.methods.ace import prompts, schemas
 from combee.methods.ace.grounding import ground, is_remark
 from combee.methods.ace.method import AceMethod
 from combee.methods.ace.playbook import Playbook
+from combee.methods.ace.settings import AceSettings
 from combee.tasks.rules import RulesTask
 
 _CODE = re.compile(r"followed by ([A-Z]{3})")
@@ -61,7 +62,7 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
     task = RulesTask()
     samples = task.load().train[: args.batch]
     llm = connect(args.model, base_url=args.base_url, cache=args.cache, seed=args.seed)
-    method = AceMethod(llm, task.score, max_tokens=args.max_tokens, screen=False)
+    method = AceMethod(llm, task.score, ace=AceSettings(screen=False), max_tokens=args.max_tokens)
     playbook = Playbook()
     started = time.perf_counter()
     try:

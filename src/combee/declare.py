@@ -17,7 +17,7 @@ import dataclasses
 import inspect
 import math
 import typing
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -93,9 +93,20 @@ class Declared:
 
 
 class SettingsGroup:
-    """Marks a settings dataclass; ``OWNER`` names what takes its settings."""
+    """Marks a settings dataclass; ``OWNER`` names what takes its settings. A group made
+    directly (``AceSettings(token_budget=0)``) is checked as :func:`build` checks one: a
+    ConfigError names the first setting out of bounds.
+
+    A method or strategy takes its group whole, by a keyword named for the owner
+    (``ace: AceSettings``): a setting added to the group reaches it with no other edit."""
 
     OWNER: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        kind = type(self)
+        items = _DECLARED.get(kind) or _DECLARED.setdefault(kind, declared(kind))
+        for item in items:
+            object.__setattr__(self, item.name, checked(item, getattr(self, item.name)))
 
 
 def declared(group: type[Any]) -> list[Declared]:
@@ -125,6 +136,40 @@ def declared(group: type[Any]) -> list[Declared]:
             )
         )
     return found
+
+
+_DECLARED: dict[type[Any], list[Declared]] = {}
+"""The declarations of each group made so far, to check the next one made."""
+
+
+def groups_in(settings: SettingsGroup, owners: Collection[str]) -> list[SettingsGroup]:
+    """The groups of ``owners`` that ``settings`` (a dataclass composed of groups, such as
+    :class:`combee.settings.RunSettings`) is made of, each made from its values."""
+    found: dict[str, SettingsGroup] = {}
+    for group in type(settings).__mro__:  # a group's subclass before the group
+        owner = getattr(group, "OWNER", "")
+        if owner in owners and owner not in found and issubclass(group, SettingsGroup):
+            found[owner] = group(**{name: getattr(settings, name) for name in settings_of(group)})
+    return list(found.values())
+
+
+def offered(groups: Iterable[SettingsGroup]) -> dict[str, Any]:
+    """What a factory is offered of ``groups``: each group whole, by its owner's name, and each
+    setting by its own name (for a factory that takes plain keywords)."""
+    found: dict[str, Any] = {}
+    for group in groups:
+        found.update({name: getattr(group, name) for name in settings_of(group)})
+        found[group.OWNER] = group
+    return found
+
+
+def settings_of(option: Any) -> list[str]:
+    """The settings an option carries: those of a settings group (or its class), none for
+    another value."""
+    kind = option if isinstance(option, type) else type(option)
+    if issubclass(kind, SettingsGroup) and dataclasses.is_dataclass(kind):
+        return [field.name for field in dataclasses.fields(kind)]
+    return []
 
 
 def _hints(group: type[Any]) -> dict[str, Any]:
@@ -198,7 +243,7 @@ def _range(item: Declared, kind: str = " a number") -> str:
     return text
 
 
-def build(group: type[Any], given: Mapping[str, Any], *, where: str) -> Any:
+def build(group: type[SettingsGroup], given: Mapping[str, Any], *, where: str) -> Any:
     """An instance of ``group`` from ``given`` (each checked; the rest at their defaults); a
     name ``group`` does not declare is an error saying which settings ``where`` takes."""
     items = {item.name: item for item in declared(group)}
@@ -209,4 +254,4 @@ def build(group: type[Any], given: Mapping[str, Any], *, where: str) -> Any:
         raise ConfigError(
             f"is not a setting of {where}{hint} (see docs/settings.md)", setting=unknown[0]
         )
-    return group(**{name: checked(items[name], value) for name, value in given.items()})
+    return group(**given)  # a SettingsGroup checks each value as it is made

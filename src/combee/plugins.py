@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
 
+from combee.declare import settings_of
 from combee.errors import ConfigError
 
 T = TypeVar("T")
@@ -122,8 +123,9 @@ def call_with_accepted(
     name: str = "",
 ) -> T:
     """``factory(*args, **options)``, keeping only the keywords its signature accepts; a
-    keyword of ``insist`` (settings the user chose) that it does not accept is a ConfigError
-    saying that ``name`` does not take it."""
+    keyword of ``insist`` (settings the user chose) that it does not accept, alone or in a
+    settings group it accepts (:mod:`combee.declare`), is a ConfigError saying that ``name``
+    does not take it."""
     try:
         signature = inspect.signature(factory)
     except (TypeError, ValueError):
@@ -136,7 +138,8 @@ def call_with_accepted(
         for p in parameters[len(args) :]
         if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     }
-    refused = sorted(set(insist) - accepted)
+    carried = {name for key in accepted for name in settings_of(options.get(key))}
+    refused = sorted(set(insist) - accepted - carried)
     if refused:
         raise ConfigError(
             f"is set, but {name or 'this choice'} does not take it (leave it at its default)",

@@ -9,6 +9,7 @@ from combee.engine.plan import Shape, count_plan, fixed_batches, plan
 from combee.errors import ConfigError
 from combee.methods.ace.method import AceMethod
 from combee.strategies.combee import CombeeStrategy
+from combee.strategies.settings import CombeeSettings
 from combee.strategies.summarize import HierSummarizeStrategy
 
 
@@ -46,11 +47,13 @@ def test_sequential_validates_every_third_iteration_and_at_the_end_of_each_epoch
 
 
 def test_combee_groups_are_bounds_under_capacity_and_exact_under_sqrt() -> None:
-    capacity = CombeeStrategy(p=2).reduce_calls(16)
+    capacity = CombeeStrategy(CombeeSettings(duplication=2)).reduce_calls(16)
     assert capacity == {"curate": CallRange(4, 32), "merge": CallRange(1, 31)}
-    sqrt = CombeeStrategy(p=2, groups="sqrt").reduce_calls(16)
+    sqrt = CombeeStrategy(CombeeSettings(duplication=2, groups="sqrt")).reduce_calls(16)
     assert sqrt == {"curate": CallRange.exactly(4), "merge": CallRange(1, 3)}
-    assert CombeeStrategy(groups="sqrt").reduce_calls(3) == {"curate": CallRange.exactly(1)}
+    assert CombeeStrategy(CombeeSettings(groups="sqrt")).reduce_calls(3) == {
+        "curate": CallRange.exactly(1)
+    }
 
 
 def test_a_merge_step_may_make_no_call_in_ace() -> None:
@@ -63,7 +66,7 @@ def test_a_merge_step_may_make_no_call_in_ace() -> None:
         preflight=False,
         max_tokens=100,
     )
-    found = count_plan(shape, AceMethod.CALLS, CombeeStrategy(groups="sqrt"))
+    found = count_plan(shape, AceMethod.CALLS, CombeeStrategy(CombeeSettings(groups="sqrt")))
     assert found.calls == {
         "generator": CallRange.exactly(16),
         "reflector": CallRange.exactly(16),

@@ -25,7 +25,9 @@ from combee.strategies import (
     HierSummarizeStrategy,
     SummarizeStrategy,
     TopKStrategy,
+    get_strategy,
 )
+from combee.strategies.settings import CombeeSettings, TopKSettings
 from combee.strategies.topk import representatives
 
 pytest.importorskip("sklearn")
@@ -91,7 +93,7 @@ def shuffled_points(seed: int) -> tuple[list[Reflection], dict[str, tuple[float,
 async def test_topk_curates_the_reflections_nearest_the_centroids(seed: int) -> None:
     reflections, table, centres = shuffled_points(seed)
     embedder = TableEmbedder(table)
-    strategy = TopKStrategy(top_k=3, seed=seed, embedder=embedder)
+    strategy = TopKStrategy(TopKSettings(top_k=3), seed=seed, embedder=embedder)
     method = Recorder()
     trace = await strategy.reduce(method, "ctx", reflections)  # type: ignore[arg-type]
     assert embedder.texts == [r.render() for r in reflections]
@@ -115,7 +117,7 @@ async def test_topk_without_more_reflections_than_k_embeds_nothing() -> None:
     embedder = TableEmbedder({})
     method = Recorder()
     reflections = [Reflection(f"s{i}", {}) for i in range(3)]
-    await TopKStrategy(top_k=8, embedder=embedder).reduce(method, "c", reflections)  # type: ignore[arg-type]
+    await TopKStrategy(TopKSettings(top_k=8), embedder=embedder).reduce(method, "c", reflections)  # type: ignore[arg-type]
     assert embedder.texts == [] and method.curated == [["s0", "s1", "s2"]]
 
 
@@ -171,10 +173,10 @@ def test_a_bad_top_k_names_the_parameter(top_k: Any) -> None:
 def test_the_baselines_are_registered_and_batch() -> None:
     for name in ("topk", "summarize", "hier-summarize"):
         assert name in STRATEGIES
-    made = STRATEGIES.create("topk", p=2, fan_in=32, seed=4, top_k=5)
+    made = get_strategy("topk", seed=4, topk=TopKSettings(top_k=5))
     assert isinstance(made, TopKStrategy) and (made.top_k, made.seed) == (5, 4)
     for name in ("summarize", "hier-summarize"):
-        assert STRATEGIES.create(name, p=2, fan_in=32, seed=0, top_k=None).batch_size(40) == 40
+        assert get_strategy(name, combee=CombeeSettings(duplication=3)).batch_size(40) == 40
 
 
 def test_an_ace_summary_keeps_each_distinct_lesson_and_its_counts() -> None:
@@ -214,7 +216,9 @@ class HashEmbedder:
 async def test_the_baselines_finish_against_arbitrary_replies(
     arbitrary: RunningServer, tmp_path: Path, name: str, method: str
 ) -> None:
-    strategy: Any = TopKStrategy(top_k=3, embedder=HashEmbedder()) if name == "topk" else name
+    strategy: Any = (
+        TopKStrategy(TopKSettings(top_k=3), embedder=HashEmbedder()) if name == "topk" else name
+    )
     llm = connect("sim", base_url=arbitrary.base_url, max_retries=0)
     try:
         result = await combee.train_async(

@@ -17,11 +17,14 @@ from combee.llm import Endpoint, connect
 from combee.llm.bounded import bounded_schema
 from combee.llm.types import Completion, ModelLimits
 from combee.methods.ace import AceMethod, AceUpdate, Playbook, schemas
+from combee.methods.ace.settings import AceSettings
 from combee.sim import serve_in_thread
 from combee.sim.ace_script import ace_responder
-from combee.strategies.combee import CombeeStrategy
+from combee.strategies.settings import CombeeSettings
 from combee.tasks.base import Sample, Score
 from tests.strategies.test_baselines import named, train
+
+NO_BUDGET = AceSettings(token_budget=None)
 
 
 def fits(per_call: int) -> CallCapacity:
@@ -67,8 +70,8 @@ def test_a_method_that_cannot_size_its_calls_gets_sqrt_and_the_reason() -> None:
 
 def test_an_unknown_rule_is_refused_by_name() -> None:
     with pytest.raises(ConfigError, match="groups") as caught:
-        CombeeStrategy(groups="cube-root")
-    assert "capacity, sqrt" in str(caught.value)
+        CombeeSettings(groups="cube-root")
+    assert "capacity | sqrt" in str(caught.value)
 
 
 # ---- what the ACE method measures -----------------------------------------------------------
@@ -99,7 +102,7 @@ def reflections(count: int, words: int = 60) -> list[Any]:
 
 
 def test_before_any_reply_the_reply_bound_decides() -> None:
-    method = AceMethod(Limited(ModelLimits()), never, token_budget=None, max_tokens=1024)
+    method = AceMethod(Limited(ModelLimits()), never, ace=NO_BUDGET, max_tokens=1024)
     capacity = method.call_capacity(Playbook(), reflections(30))
     assert capacity.per_call == reply_bound(1024)
     assert "context window not known" in capacity.reason
@@ -108,17 +111,17 @@ def test_before_any_reply_the_reply_bound_decides() -> None:
 
 def test_measured_operation_length_replaces_the_bound_unless_a_grammar_holds_replies() -> None:
     reply = Completion("{}", prompt_tokens=0, completion_tokens=400, latency_s=0.1, model="m")
-    free = AceMethod(Limited(ModelLimits()), never, token_budget=None, max_tokens=2048)
+    free = AceMethod(Limited(ModelLimits()), never, ace=NO_BUDGET, max_tokens=2048)
     free.meter.observe([], reply, 8)  # 50 tokens per operation
     assert free.call_capacity(Playbook(), reflections(30)).per_call == 2048 // 50
-    held = AceMethod(Limited(ModelLimits(None, True)), never, token_budget=None, max_tokens=2048)
+    held = AceMethod(Limited(ModelLimits(None, True)), never, ace=NO_BUDGET, max_tokens=2048)
     held.meter.observe([], reply, 8)
     assert held.call_capacity(Playbook(), reflections(30)).per_call == reply_bound(2048)
 
 
 def test_a_small_context_window_bounds_the_group_by_its_prompt() -> None:
     limits = ModelLimits(context_window=4096, bounded_replies=True)
-    method = AceMethod(Limited(limits), never, token_budget=None, max_tokens=2048)
+    method = AceMethod(Limited(limits), never, ace=NO_BUDGET, max_tokens=2048)
     many = reflections(40, words=120)
     capacity = method.call_capacity(Playbook(), many)
     assert 1 <= capacity.per_call < reply_bound(2048)
@@ -135,7 +138,7 @@ def operations(count: int, words: int = 40) -> AceUpdate:
 
 def test_a_merge_call_is_sized_on_the_updates_it_would_read() -> None:
     limits = ModelLimits(context_window=8192, bounded_replies=True)
-    method = AceMethod(Limited(limits), never, token_budget=None, max_tokens=2048)
+    method = AceMethod(Limited(limits), never, ace=NO_BUDGET, max_tokens=2048)
     small = method.merge_capacity(Playbook(), [operations(2)] * 4)
     large = method.merge_capacity(Playbook(), [operations(20)] * 4)
     assert small is not None and large is not None and small > 4 * large >= 4
@@ -143,7 +146,7 @@ def test_a_merge_call_is_sized_on_the_updates_it_would_read() -> None:
 
 async def test_a_merge_that_would_not_fit_the_window_is_not_sent() -> None:
     limits = ModelLimits(context_window=4096, bounded_replies=True)
-    method = AceMethod(Limited(limits), never, token_budget=None, max_tokens=2048)
+    method = AceMethod(Limited(limits), never, ace=NO_BUDGET, max_tokens=2048)
     updates = [operations(30), operations(30)]
     merged = await method.merge(Playbook(), updates)  # Limited fails the test if called
     assert merged.source == "merge-fallback" and "over the window" in merged.reasoning

@@ -19,11 +19,13 @@ from typing import Any
 
 from combee.bench.lessons import make_lessons, retained
 from combee.core.types import Reflection
+from combee.declare import offered
 from combee.engine.resolve import LLMArg, llm_of
 from combee.errors import CombeeError
 from combee.llm.client import LLM
 from combee.llm.types import DEFAULT_MAX_TOKENS
 from combee.methods.ace import AceMethod, AceUpdate, Playbook
+from combee.methods.ace.settings import AceSettings
 from combee.strategies.registry import STRATEGIES
 from combee.strategies.settings import CombeeSettings
 from combee.tasks.base import Sample, Score
@@ -165,10 +167,10 @@ async def _aggregate(
     method = _TracedAce(
         client,
         _no_score,
-        token_budget=options.get("token_budget"),
+        ace=AceSettings(token_budget=options.get("token_budget")),
         max_tokens=int(options.get("max_tokens", DEFAULT_MAX_TOKENS)),
     )
-    strategy = STRATEGIES.create(strategy_name, **options.get("strategy", {}), seed=seed)
+    strategy = STRATEGIES.create(strategy_name, seed=seed, **offered([options["strategy"]]))
     before = client.usage()
     calls_before = len(client.calls)
     started = time.perf_counter()
@@ -254,7 +256,7 @@ async def retention_async(
     options = {
         "token_budget": token_budget,
         "max_tokens": max_tokens,
-        "strategy": {"p": duplication, "fan_in": fan_in, "groups": groups},
+        "strategy": CombeeSettings(duplication=duplication, fan_in=fan_in, groups=groups),
     }
     rows: list[RetentionRow] = []
     try:

@@ -127,8 +127,8 @@ async def _run(spec: RunSpec) -> dict[str, Any]:
         near = default_near_duplicates(spec.dedup)
         method = _CountingMethod(
             AceMethod(
-                llm, task.score, token_budget=spec.token_budget, max_tokens=spec.max_tokens,
-                near_duplicates=near, screen=spec.screen,
+                llm, task.score, max_tokens=spec.max_tokens, near_duplicates=near,
+                ace=AceSettings(token_budget=spec.token_budget, screen=spec.screen),
             )
         )  # fmt: skip
         auto: AutoBatchSize | None = None

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from combee.core.controller import AutoBatchSize, BatchDecision
 from combee.core.files import read_setting_file
 from combee.core.learner import Learner, LoopLearner
 from combee.core.types import Method, Reduces, Strategy, protocol_members
+from combee.declare import groups_in, offered
 from combee.errors import ConfigError
 from combee.llm.client import LLM
 from combee.llm.connect import Endpoint
@@ -27,13 +27,16 @@ from combee.tasks.base import Sample, Score, Scores, Task
 from combee.tasks.registry import get_task
 
 AUTO = "auto"
+METHOD_OWNERS = ("ace", "gepa")
+"""The settings groups a method's factory is offered (by these keywords)."""
+STRATEGY_OWNERS = ("combee", "topk")
+"""The settings groups a strategy's factory is offered (by these keywords)."""
+SAMPLING = ("temperature", "max_tokens")
+"""The sampling of every call, which a method's factory is offered as well."""
 METHOD = frozenset(
-    item.name
-    for item in SETTINGS
-    if item.owner in ("ace", "gepa") or item.name in ("temperature", "max_tokens")
+    item.name for item in SETTINGS if item.owner in METHOD_OWNERS or item.name in SAMPLING
 )
-"""The settings a method's factory takes: its own, and the sampling of every call."""
-STRATEGY = frozenset(item.name for item in SETTINGS if item.owner in ("combee", "topk"))
+STRATEGY = frozenset(item.name for item in SETTINGS if item.owner in STRATEGY_OWNERS)
 
 
 def whole(value: Any, setting: str, *, least: int, most: int | None = None) -> int:
@@ -82,19 +85,9 @@ def strategy_of(
     """A strategy by name, made with the strategy settings it takes (one the user changed that
     it does not take is an error naming it), or the caller's own strategy object."""
     if isinstance(strategy, str):
-        options = {
-            "p": settings.duplication,
-            "fan_in": settings.fan_in,
-            "top_k": settings.top_k,
-            "groups": settings.groups,
-        }
-        chosen = {"p" if k == "duplication" else k for k in changed_by_user(given, STRATEGY)}
-        try:
-            return STRATEGIES.create(strategy, insist=chosen, seed=settings.seed, **options)
-        except ConfigError as error:
-            if error.setting == "p":
-                raise ConfigError(error.problem, setting="duplication") from None
-            raise
+        options = offered(groups_in(settings, STRATEGY_OWNERS))
+        chosen = changed_by_user(given, STRATEGY)
+        return STRATEGIES.create(strategy, insist=chosen, seed=settings.seed, **options)
     if not isinstance(strategy, Reduces):
         raise ConfigError(
             f"must be a strategy name or an object with batch_size() and reduce() "
@@ -208,8 +201,10 @@ def limited(samples: Sequence[Sample], limit: int | None) -> list[Sample]:
 
 
 def method_options_of(settings: RunSettings) -> dict[str, Any]:
-    """The settings a method's factory is offered: those of every method and of each method."""
-    return {name: value for name, value in asdict(settings).items() if name in METHOD}
+    """The settings a method's factory is offered: the sampling of every call, and each
+    method's settings group (see :func:`combee.declare.offered`)."""
+    sampling = {name: getattr(settings, name) for name in SAMPLING}
+    return {**sampling, **offered(groups_in(settings, METHOD_OWNERS))}
 
 
 def changed_by_user(given: Mapping[str, Any], names: Collection[str]) -> set[str]:

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from combee.strategies.names import STRATEGY_NAMES
     from combee.strategies.registry import STRATEGIES, get_strategy
     from combee.strategies.sequential import SequentialStrategy
+    from combee.strategies.settings import CombeeSettings, TopKSettings
     from combee.strategies.summarize import HierSummarizeStrategy, SummarizeStrategy
     from combee.strategies.topk import TopKStrategy
 
@@ -20,6 +21,8 @@ _EXPORTS = {
     "STRATEGY_NAMES": "combee.strategies.names",
     "get_strategy": "combee.strategies.registry",
     "SequentialStrategy": "combee.strategies.sequential",
+    "CombeeSettings": "combee.strategies.settings",
+    "TopKSettings": "combee.strategies.settings",
     "HierSummarizeStrategy": "combee.strategies.summarize",
     "SummarizeStrategy": "combee.strategies.summarize",
     "TopKStrategy": "combee.strategies.topk",
@@ -32,11 +35,13 @@ if not TYPE_CHECKING:
 __all__ = [
     "STRATEGIES",
     "STRATEGY_NAMES",
+    "CombeeSettings",
     "CombeeStrategy",
     "HierSummarizeStrategy",
     "NaiveStrategy",
     "SequentialStrategy",
     "SummarizeStrategy",
+    "TopKSettings",
     "TopKStrategy",
     "get_strategy",
 ]

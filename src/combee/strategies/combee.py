@@ -7,11 +7,10 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from combee.core.call_counts import CallRange
-from combee.core.capacity import GROUP_RULES, SizesCalls, choose_groups, sqrt_groups
+from combee.core.capacity import SizesCalls, choose_groups, sqrt_groups
 from combee.core.loop_state import rng_state, set_rng_state
 from combee.core.scan import scan_reduce
 from combee.core.types import Method, ReduceTrace, Reflection
-from combee.errors import ConfigError
 from combee.strategies.settings import CombeeSettings
 
 C = TypeVar("C")
@@ -19,8 +18,10 @@ U = TypeVar("U")
 
 
 class CombeeStrategy:
-    """Duplicate each reflection ``p`` times, shuffle (seeded), curate the groups concurrently
-    against the same context, merge their local updates (more levels past ``fan_in``).
+    """Duplicate each reflection ``duplication`` (p) times, shuffle (seeded), curate the groups
+    concurrently against the same context, merge their local updates (more levels past
+    ``fan_in``); ``combee`` holds these settings (:class:`CombeeSettings`), kept whole as
+    :attr:`settings`.
 
     ``groups``: ``capacity`` (the default) deals the copies into as many groups as keep each
     within what one curate call can handle, as the method measures it (never fewer than
@@ -29,27 +30,8 @@ class CombeeStrategy:
 
     name = "combee"
 
-    def __init__(
-        self,
-        *,
-        p: int = CombeeSettings.duplication,
-        fan_in: int = CombeeSettings.fan_in,
-        seed: int = 0,
-        groups: str = CombeeSettings.groups,
-    ) -> None:
-        if isinstance(p, bool) or not isinstance(p, int) or p < 1:
-            raise ConfigError(f"must be an integer of at least 1 (got {p!r})", setting="p")
-        if isinstance(fan_in, bool) or not isinstance(fan_in, int) or fan_in < 2:
-            raise ConfigError(
-                f"must be an integer of at least 2 (got {fan_in!r})", setting="fan_in"
-            )
-        if groups not in GROUP_RULES:
-            raise ConfigError(
-                f"must be one of {', '.join(GROUP_RULES)} (got {groups!r})", setting="groups"
-            )
-        self.p = p
-        self.fan_in = fan_in
-        self.groups = groups
+    def __init__(self, combee: CombeeSettings = CombeeSettings(), *, seed: int = 0) -> None:
+        self.settings = combee
         self._rng = random.Random(seed)
 
     def batch_size(self, requested: int) -> int:
@@ -70,7 +52,9 @@ class CombeeStrategy:
         if not n:
             return {}
         least = sqrt_groups(n)
-        most = least if self.groups == "sqrt" else max(least, self.p * n)
+        most = (
+            least if self.settings.groups == "sqrt" else max(least, self.settings.duplication * n)
+        )
         if most == 1:
             return {"curate": CallRange.exactly(1)}
         return {"curate": CallRange(least, most), "merge": CallRange(min(1, least - 1), most - 1)}
@@ -84,27 +68,45 @@ class CombeeStrategy:
         async def merge(updates: Sequence[U]) -> U:
             return await method.merge(context, updates)
 
-        sizer = method if self.groups == "capacity" and isinstance(method, SizesCalls) else None
+        sizer = (
+            method
+            if self.settings.groups == "capacity" and isinstance(method, SizesCalls)
+            else None
+        )
 
         capacity = None
         if sizer is not None and reflections:
             capacity = sizer.call_capacity(context, reflections)
         first = choose_groups(
-            len(reflections), p=self.p, fan_in=self.fan_in, rule=self.groups, capacity=capacity
+            len(reflections),
+            p=self.settings.duplication,
+            fan_in=self.settings.fan_in,
+            rule=self.settings.groups,
+            capacity=capacity,
         )
         merge_limits: list[int] = []
 
         def fan_in(updates: Sequence[U]) -> int:
             # Sized on the updates themselves: a merged update holds many local ones.
-            limit = self.fan_in
+            limit = self.settings.fan_in
             if sizer is not None:
                 fits = sizer.merge_capacity(context, updates)
-                limit = self.fan_in if fits is None else max(2, min(self.fan_in, fits))
+                limit = (
+                    self.settings.fan_in
+                    if fits is None
+                    else max(2, min(self.settings.fan_in, fits))
+                )
             merge_limits.append(limit)
             return limit
 
         trace = await scan_reduce(
-            reflections, curate, merge, p=self.p, fan_in=fan_in, rng=self._rng, groups=first.count
+            reflections,
+            curate,
+            merge,
+            p=self.settings.duplication,
+            fan_in=fan_in,
+            rng=self._rng,
+            groups=first.count,
         )
         trace.groups = {**first.to_dict(), "fan_in": merge_limits or [first.fan_in]}
         return trace

@@ -3,20 +3,24 @@
 ``summarize`` and ``hier-summarize``, and any strategy registered from Python
 (``STRATEGIES.register``) or by a plugin's ``combee.strategies`` entry point.
 
-A factory is called with the options it accepts of ``p`` (duplication), ``fan_in``, ``seed``,
-``groups`` (``combee``'s level-1 group rule) and ``top_k`` (``topk``'s cluster count; None: its
-default). The same strategies serve every
+A factory is called with the options it accepts of ``seed``, the strategy settings groups by
+their owner's name (``combee``: a :class:`CombeeSettings`, ``topk``: a :class:`TopKSettings`;
+a factory that takes a group takes each of its settings) and each strategy setting by its own
+name (``duplication``, ``fan_in``, ``groups``, ``top_k``). The same strategies serve every
 method (ACE's curator, GEPA's proposer).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from combee.core.types import Strategy
+from combee.declare import offered
 from combee.plugins import Registry
 from combee.strategies.combee import CombeeStrategy
 from combee.strategies.naive import NaiveStrategy
 from combee.strategies.sequential import SequentialStrategy
-from combee.strategies.settings import CombeeSettings
+from combee.strategies.settings import CombeeSettings, TopKSettings
 from combee.strategies.summarize import HierSummarizeStrategy, SummarizeStrategy
 from combee.strategies.topk import TopKStrategy
 
@@ -26,10 +30,8 @@ STRATEGIES.register("naive", NaiveStrategy)
 STRATEGIES.register("combee", CombeeStrategy)
 
 
-def _combee_sqrt(
-    *, p: int = CombeeSettings.duplication, fan_in: int = CombeeSettings.fan_in, seed: int = 0
-) -> Strategy:
-    strategy = CombeeStrategy(p=p, fan_in=fan_in, seed=seed, groups="sqrt")
+def _combee_sqrt(combee: CombeeSettings = CombeeSettings(), *, seed: int = 0) -> Strategy:
+    strategy = CombeeStrategy(dataclasses.replace(combee, groups="sqrt"), seed=seed)
     strategy.name = "combee-sqrt"
     return strategy
 
@@ -43,11 +45,10 @@ STRATEGIES.register("hier-summarize", HierSummarizeStrategy)
 def get_strategy(
     name: str,
     *,
-    p: int = CombeeSettings.duplication,
-    fan_in: int = CombeeSettings.fan_in,
     seed: int = 0,
-    top_k: int | None = None,
-    groups: str = CombeeSettings.groups,
+    combee: CombeeSettings = CombeeSettings(),
+    topk: TopKSettings = TopKSettings(),
 ) -> Strategy:
-    """The strategy called ``name``; ConfigError for an unknown name or a bad setting."""
-    return STRATEGIES.create(name, p=p, fan_in=fan_in, seed=seed, top_k=top_k, groups=groups)
+    """The strategy called ``name``, made with ``seed`` and the settings groups it takes;
+    ConfigError for an unknown name."""
+    return STRATEGIES.create(name, seed=seed, **offered([combee, topk]))

@@ -22,7 +22,7 @@ from combee.embedding.sentences import (
     preload_default_embedder,
     require,
 )
-from combee.errors import ConfigError
+from combee.strategies.settings import TopKSettings
 from combee.strategies.single_call import curate_or_skip, one_curate_call
 
 C = TypeVar("C")
@@ -64,6 +64,7 @@ def representatives(vectors: Sequence[Sequence[float]], k: int, *, seed: int = 0
 class TopKStrategy:
     """Curate one representative reflection per k-means cluster of their embeddings.
 
+    ``topk`` holds its settings (:class:`TopKSettings`), kept whole as :attr:`settings`.
     ``embedder`` (anything with ``embed(texts) -> list[list[float]]``) defaults to the bundled
     ``all-MiniLM-L6-v2``, loaded on first use; missing libraries are a ConfigError naming the
     ``embed`` extra, raised here, before any work is done.
@@ -72,19 +73,24 @@ class TopKStrategy:
     name = "topk"
 
     def __init__(
-        self, *, top_k: int | None = None, seed: int = 0, embedder: Embedder | None = None
+        self,
+        topk: TopKSettings = TopKSettings(),
+        *,
+        seed: int = 0,
+        embedder: Embedder | None = None,
     ) -> None:
-        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int)):
-            raise ConfigError(f"must be a whole number or None (got {top_k!r})", setting="top_k")
-        if top_k is not None and top_k < 1:
-            raise ConfigError(f"must be at least 1 (got {top_k})", setting="top_k")
         require(CLUSTER_PACKAGES, strategy=self.name)
         if embedder is None:
             require(EMBED_PACKAGES, strategy=self.name)
             preload_default_embedder()  # ready by the first reduce
-        self.top_k = DEFAULT_TOP_K if top_k is None else top_k
+        self.settings = topk
         self.seed = seed
         self._embedder = embedder
+
+    @property
+    def top_k(self) -> int:
+        """The clusters a batch is cut into (at most)."""
+        return DEFAULT_TOP_K if self.settings.top_k is None else self.settings.top_k
 
     @property
     def embedder(self) -> Embedder:

@@ -20,6 +20,7 @@ from combee.methods.ace.merging import (
     resolve_merge,
     union,
 )
+from combee.methods.ace.settings import AceSettings
 from combee.tasks.base import Sample, Score
 
 PLAYBOOK = Playbook(
@@ -218,7 +219,7 @@ class ByReference:
 
 async def test_method_merge_applies_the_kept_operations_verbatim() -> None:
     model = ByReference({"keep": [1, 3, 4], "combine": [], "drop": [2, 5]})
-    method = AceMethod(model, score, token_budget=None)
+    method = AceMethod(model, score, ace=AceSettings(token_budget=None))
     merged = await method.merge(PLAYBOOK, [FIRST, AceUpdate(), SECOND])
     assert model.schemas[0].schema["properties"]["keep"]["items"]["enum"] == [1, 2, 3, 4, 5]
     assert merged.source == "merge"
@@ -260,7 +261,9 @@ async def test_a_large_merge_lists_only_what_to_combine_or_drop(reply: dict[str,
     updates = [lessons(1, 100), lessons(1, 100)]  # two curators, the same 100 lessons
     assert len(operations_of(updates)) > LIST_KEEP_UP_TO
     model = ByReference(reply)
-    merged = await AceMethod(model, score, token_budget=None).merge(Playbook(), updates)
+    merged = await AceMethod(model, score, ace=AceSettings(token_budget=None)).merge(
+        Playbook(), updates
+    )
     assert "keep" not in model.schemas[0].schema["properties"]
     assert model.schemas[0].schema["required"] == ["combine", "drop"]
     assert "every number you do not list is kept" in model.systems[0]
@@ -318,7 +321,7 @@ async def test_dropped_and_repaired_lessons_reach_the_learners_figures() -> None
     )
     other = AceUpdate([{"type": "ADD", "section": "checks", "content": "Check the sign."}])
     model = ByReference({"keep": [1, 2, 3], "combine": [], "drop": [4]})
-    method = AceMethod(model, score, token_budget=None)
+    method = AceMethod(model, score, ace=AceSettings(token_budget=None))
     learner = AceLearner(method)
     playbook = method.apply(PLAYBOOK, await method.merge(PLAYBOOK, [local, other]))
     assert playbook.get("oth-00002") is not None  # the unknown section's lesson, under Other

@@ -14,6 +14,7 @@ from combee.llm.client import LLM
 from combee.llm.openai_backend import OpenAIBackend
 from combee.llm.types import Completion, JsonMode, JsonSchema, Message
 from combee.methods.ace import AceMethod, AceUpdate, Bullet, Playbook
+from combee.methods.ace.settings import AceSettings
 from combee.sim import RunningServer, SimConfig, serve_in_thread
 from combee.sim.ace_script import ace_responder, scripted_answer
 from combee.tasks.base import Sample, Score
@@ -138,7 +139,7 @@ async def test_a_merge_that_keeps_nothing_falls_back_to_the_local_updates(
 
 
 def test_apply_keeps_the_last_result() -> None:
-    method = AceMethod(NoCalls(), score, token_budget=None)
+    method = AceMethod(NoCalls(), score, ace=AceSettings(token_budget=None))
     update = AceUpdate(
         [{"type": "DELETE", "bullet_id": "str-00001"}, {"type": "DELETE", "bullet_id": "x"}]
     )
@@ -152,7 +153,7 @@ def test_apply_keeps_the_last_result() -> None:
 @pytest.mark.parametrize("budget", [0, 10, Playbook().token_count()])
 def test_budget_below_the_empty_playbook_is_a_config_error(budget: int) -> None:
     with pytest.raises(ConfigError, match="token_budget"):
-        AceMethod(NoCalls(), score, token_budget=budget)
+        AceMethod(NoCalls(), score, ace=AceSettings(token_budget=budget))
 
 
 def test_ace_method_implements_the_method_contract() -> None:
@@ -184,7 +185,7 @@ async def llm(request: pytest.FixtureRequest, server: RunningServer) -> AsyncIte
 
 
 async def test_ace_learns_a_formula_over_http(llm: LLM) -> None:
-    method = AceMethod(llm, score, token_budget=2000)
+    method = AceMethod(llm, score, ace=AceSettings(token_budget=2000))
     playbook = Playbook()
     first = formula_sample("s1", "Current Ratio", "Assets 300, liabilities 100: current ratio?")
     later = formula_sample("s2", "Current Ratio", "Assets 500, liabilities 250: current ratio?")
@@ -215,7 +216,7 @@ async def test_ace_learns_a_formula_over_http(llm: LLM) -> None:
 
 
 async def test_curate_groups_then_merge_over_http(llm: LLM, server: RunningServer) -> None:
-    method = AceMethod(llm, score, token_budget=None)
+    method = AceMethod(llm, score, ace=AceSettings(token_budget=None))
     samples = [
         formula_sample("a", "Current Ratio", "Current ratio of 4 and 2?"),
         formula_sample("b", "Debt Ratio", "Debt ratio of 3 and 6?"),
@@ -246,7 +247,7 @@ async def test_curate_groups_then_merge_over_http(llm: LLM, server: RunningServe
 
 async def test_budget_evicts_over_http(llm: LLM) -> None:
     budget = Playbook().token_count() + 25
-    method = AceMethod(llm, score, token_budget=budget)
+    method = AceMethod(llm, score, ace=AceSettings(token_budget=budget))
     playbook = Playbook()
     samples = [formula_sample(str(i), f"Formula {i}", f"Question {i}?") for i in range(3)]
     reflections = [

@@ -32,7 +32,10 @@ def test_the_proposer_answers_gepas_proposal_protocol(server: RunningServer) -> 
     server.reset(gepa_responder, SimConfig())
     with proposer(server) as propose:
         default = propose.reflection.strategy
-        assert isinstance(default, CombeeStrategy) and (default.p, default.fan_in) == (2, 32)
+        assert isinstance(default, CombeeStrategy) and (
+            default.settings.duplication,
+            default.settings.fan_in,
+        ) == (2, 32)
         texts = propose(
             candidate={"a": "Solve it.", "b": "Untouched."},
             reflective_dataset={"a": records(9)},

@@ -18,6 +18,7 @@ from combee.sim.gates import wave
 from combee.sim.gepa_script import gepa_responder, rule_for
 from combee.sim.responders import Responder
 from combee.strategies import CombeeStrategy, NaiveStrategy
+from combee.strategies.settings import CombeeSettings
 from tests.methods.gepa.gepa_support import Prices, by_schema, llm_on_runner, record_ids, records
 
 SEED = {"system_prompt": "Answer carefully."}
@@ -32,7 +33,11 @@ def server() -> Iterator[RunningServer]:
 def reflect_once(
     server: RunningServer, n: int, *, p: int = 2, seed: int = 0, naive: bool = False
 ) -> tuple[Any, CombeeReflection]:
-    reduce = NaiveStrategy() if naive else CombeeStrategy(p=p, fan_in=32, seed=seed)
+    reduce = (
+        NaiveStrategy()
+        if naive
+        else CombeeStrategy(CombeeSettings(duplication=p, fan_in=32), seed=seed)
+    )
     with llm_on_runner(server.base_url) as (runner, llm):
         strategy = CombeeReflection(llm, runner, reduce, seed=seed)
         proposal, successor = strategy.reflect(

@@ -24,6 +24,7 @@ from combee.sim.gates import wave
 from combee.sim.gepa_script import STOCK_PROMPT_START, gepa_responder, rule_for
 from combee.sim.responders import Responder
 from combee.strategies import CombeeStrategy, NaiveStrategy
+from combee.strategies.settings import CombeeSettings
 from tests.methods.gepa.gepa_support import by_schema, llm_on_runner, make_llm, records, user_text
 
 SEED = {"system_prompt": "Answer carefully."}
@@ -86,14 +87,14 @@ def test_the_same_job_twice_gets_fresh_calls_and_a_seed_replays(
 
 @pytest.mark.parametrize("p", [1.5, True, 0, "2"])
 def test_duplication_must_be_a_positive_integer(p: Any) -> None:
-    with pytest.raises(ConfigError, match=r"^p must be an integer") as caught:
-        CombeeStrategy(p=p)
-    assert caught.value.setting == "p"
+    with pytest.raises(ConfigError, match=r"^duplication must be a whole number") as caught:
+        CombeeSettings(duplication=p)
+    assert caught.value.setting == "duplication"
 
 
 def test_fan_in_must_be_at_least_two() -> None:
     with pytest.raises(ConfigError) as caught:
-        CombeeStrategy(fan_in=1)
+        CombeeSettings(fan_in=1)
     assert caught.value.setting == "fan_in"
 
 
@@ -123,7 +124,11 @@ def test_fan_in_holds_at_1100_records(server: RunningServer) -> None:
     with llm_on_runner(server.base_url) as (runner, llm):
         # The scripted merge writes every rule it sees: ~1,100 lines need a large reply budget.
         reflection = CombeeReflection(
-            llm, runner, CombeeStrategy(p=2, fan_in=32), seed=1, max_tokens=100_000
+            llm,
+            runner,
+            CombeeStrategy(CombeeSettings(duplication=2, fan_in=32)),
+            seed=1,
+            max_tokens=100_000,
         )
         proposal, _ = reflection.reflect(SEED, {C: records(1100)}, [C])
     proposals = by_schema(server.records, "gepa_proposal")

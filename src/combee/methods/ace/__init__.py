@@ -15,11 +15,13 @@ if TYPE_CHECKING:
         Section,
         count_tokens,
     )
+    from combee.methods.ace.settings import AceSettings
     from combee.methods.ace.update import AceUpdate
 
 _EXPORTS = {
     "ChatModel": "combee.llm.types",
     "AceMethod": "combee.methods.ace.method",
+    "AceSettings": "combee.methods.ace.settings",
     "ApplyResult": "combee.methods.ace.operations",
     "apply_operations": "combee.methods.ace.operations",
     "DEFAULT_SECTIONS": "combee.methods.ace.playbook",
@@ -37,6 +39,7 @@ if not TYPE_CHECKING:
 __all__ = [
     "DEFAULT_SECTIONS",
     "AceMethod",
+    "AceSettings",
     "AceUpdate",
     "ApplyResult",
     "Bullet",

@@ -112,35 +112,31 @@ def ace_learner(
     llm: ChatModel,
     score: Callable[[str, Sample], Score],
     *,
-    token_budget: int | None = AceSettings.token_budget,
+    ace: AceSettings = AceSettings(),
     temperature: float = 0.0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
-    dedup: bool | None = None,
-    screen: bool = True,
     task_samples: Sequence[Sample] = (),
 ) -> AceLearner:
-    """The registered ``ace`` method. ``dedup``: fold near-duplicate lessons by embedding
-    (None: when the ``embed`` extra is installed). ``screen``: keep out reflections that carry
-    an instruction planted in the data, and (given ``task_samples``, which the engine passes)
-    lessons that copy a sample's own question or context rather than the task's shared
-    wording."""
+    """The registered ``ace`` method, with ACE's settings ``ace`` (:class:`AceSettings`:
+    ``token_budget``, ``dedup``, ``screen``, ...). With ``ace.screen`` and ``task_samples``
+    (which the engine passes), a lesson that copies a sample's own question or context rather
+    than the task's shared wording is kept out too."""
     shared = (
         shared_text(
             (f"{s.question}\n{s.context}" for s in task_samples),
             (s.answer for s in task_samples),
         )
-        if screen and task_samples
+        if ace.screen and task_samples
         else None
     )
     return AceLearner(
         AceMethod(
             llm,
             score,
-            token_budget=token_budget,
+            ace=ace,
             temperature=temperature,
             max_tokens=max_tokens,
-            near_duplicates=default_near_duplicates(dedup),
-            screen=screen,
+            near_duplicates=default_near_duplicates(ace.dedup),
             shared=shared,
         )
     )
@@ -150,11 +146,9 @@ def ace_traces_learner(
     llm: ChatModel,
     score: Callable[[str, Sample], Score],
     *,
-    token_budget: int | None = AceSettings.token_budget,
+    ace: AceSettings = AceSettings(),
     temperature: float = 0.0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
-    dedup: bool | None = None,
-    screen: bool = True,
     traces: Sequence[Trace] = (),
     contrast: bool = False,
     transcript_tokens: int = TRANSCRIPT_TOKENS,
@@ -168,11 +162,10 @@ def ace_traces_learner(
             traces=traces,
             contrast=contrast,
             transcript_tokens=transcript_tokens,
-            token_budget=token_budget,
+            ace=ace,
             temperature=temperature,
             max_tokens=max_tokens,
-            near_duplicates=default_near_duplicates(dedup),
-            screen=screen,
+            near_duplicates=default_near_duplicates(ace.dedup),
         ),
         name="ace-traces",
     )
@@ -185,11 +178,9 @@ def ace_agent_learner(
     agent: Agent,
     playbook_text: Callable[[str], str] = playbook_section,
     max_threads: int = MAX_THREADS,
-    token_budget: int | None = AceSettings.token_budget,
+    ace: AceSettings = AceSettings(),
     temperature: float = 0.0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
-    dedup: bool | None = None,
-    screen: bool = True,
     transcript_tokens: int = TRANSCRIPT_TOKENS,
     run_dir: Path | None = None,
 ) -> AceLearner:
@@ -204,11 +195,10 @@ def ace_agent_learner(
             episodes_file=None if run_dir is None else Path(run_dir) / EPISODES_FILE,
             max_threads=max_threads,
             transcript_tokens=transcript_tokens,
-            token_budget=token_budget,
+            ace=ace,
             temperature=temperature,
             max_tokens=max_tokens,
-            near_duplicates=default_near_duplicates(dedup),
-            screen=screen,
+            near_duplicates=default_near_duplicates(ace.dedup),
         ),
         name="ace-agent",
     )

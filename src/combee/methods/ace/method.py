@@ -41,9 +41,12 @@ log = logging.getLogger(__name__)
 class AceMethod:
     """ACE (arXiv 2510.04618) with ADD/UPDATE/MERGE/DELETE operations and a token budget.
 
-    ``score`` judges a final answer against a sample. ``token_budget`` caps the playbook's
-    approximate token count on every :meth:`apply` (None: unbounded, as the published ACE).
-    LLM failures (``combee.errors.LLMCallError``) propagate; the training loop records them.
+    ``score`` judges a final answer against a sample. ``ace``: ACE's settings
+    (:class:`AceSettings`), kept whole as :attr:`settings`; its ``token_budget`` caps the
+    playbook's approximate token count on every :meth:`apply` (None: unbounded, as the published
+    ACE). ``near_duplicates``: what folds a lesson that repeats a bullet in other words (the
+    factories make it from ``ace.dedup``; None: exact repeats only). LLM failures
+    (``combee.errors.LLMCallError``) propagate; the training loop records them.
     """
 
     CALLS = MethodCalls(
@@ -63,17 +66,17 @@ class AceMethod:
         llm: ChatModel,
         score: Callable[[str, Sample], Score],
         *,
-        token_budget: int | None = AceSettings.token_budget,
+        ace: AceSettings = AceSettings(),
         temperature: float = 0.0,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         near_duplicates: NearDuplicates | None = None,
-        screen: bool = True,
         shared: SharedText | None = None,
     ) -> None:
         floor = Playbook().token_count()
-        if token_budget is not None and token_budget <= floor:
+        budget = ace.token_budget
+        if budget is not None and budget <= floor:
             raise ConfigError(
-                f"is {token_budget}, but the empty playbook alone uses about {floor} tokens; "
+                f"is {budget}, but the empty playbook alone uses about {floor} tokens; "
                 "set it well above that (e.g. 8000), or to None for no limit",
                 setting="token_budget",
             )
@@ -81,7 +84,7 @@ class AceMethod:
             raise ConfigError(f"must be at least 1 (got {max_tokens})", setting="max_tokens")
         self.llm = llm
         self.score = score
-        self.token_budget = token_budget
+        self.settings = ace
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.near_duplicates = near_duplicates
@@ -91,8 +94,6 @@ class AceMethod:
         repaired); :meth:`tally` starts an iteration and clears it."""
         self.lessons = LessonCounts()
         """Lessons dropped, repaired and combined over every :meth:`apply` so far."""
-        self.screen_lessons = screen
-        """Keep out reflections that carry an instruction planted in the data."""
         self.shared = shared
         """Text the training samples have in common (:func:`combee.llm.provenance.shared_text`):
         with it, a lesson that copies a sample's own question or context is kept out; without
@@ -162,7 +163,9 @@ class AceMethod:
     async def curate(self, context: Playbook, reflections: Sequence[Reflection]) -> AceUpdate:
         if not reflections:
             return AceUpdate(source="none")
-        messages = prompts.curator_messages(context, reflections, token_budget=self.token_budget)
+        messages = prompts.curator_messages(
+            context, reflections, token_budget=self.settings.token_budget
+        )
         schema = schemas.curator_schema(tuple(s.key for s in context.sections))
         update = _update(await self._ask(messages, "curator", schema), "curator")
         return with_stated_rules(update, context, reflections)
@@ -171,7 +174,7 @@ class AceMethod:
         """How many of ``reflections`` one curator call can turn into operations against
         ``context`` (see :mod:`combee.methods.ace.capacity`): the ``capacity`` group rule."""
         limits = self._limits()
-        budget = self.token_budget
+        budget = self.settings.token_budget
         return self.meter.measure(
             schema=schemas.curator_schema(tuple(s.key for s in context.sections)),
             max_tokens=self.max_tokens,
@@ -187,7 +190,7 @@ class AceMethod:
         window = self._limits().context_window
         if window is None or not updates:
             return None
-        budget = self.token_budget
+        budget = self.settings.token_budget
         return merge_fan_in(
             meter=self.meter,
             window=window,
@@ -213,7 +216,7 @@ class AceMethod:
         count = len(merging.operations_of(useful))
         by_exception = count > merging.LIST_KEEP_UP_TO
         messages = prompts.merge_messages(
-            context, useful, token_budget=self.token_budget, by_exception=by_exception
+            context, useful, token_budget=self.settings.token_budget, by_exception=by_exception
         )
         schema = schemas.merge_schema(count, by_exception=by_exception)
         window = self._limits().context_window
@@ -252,7 +255,7 @@ class AceMethod:
 
     def _applies(self, context: Playbook, update: AceUpdate) -> bool:
         trial = apply_operations(
-            context, update.operations, token_budget=self.token_budget, quiet=True
+            context, update.operations, token_budget=self.settings.token_budget, quiet=True
         )
         return bool(trial.applied)
 
@@ -261,7 +264,7 @@ class AceMethod:
         instruction (:mod:`combee.llm.screening`), or ``copied-from-data`` when the lesson
         repeats untrusted text it was shown (:mod:`combee.llm.provenance`)."""
         return screen_reflections(
-            reflections, lessons=self.lessons, screen=self.screen_lessons, shared=self.shared
+            reflections, lessons=self.lessons, screen=self.settings.screen, shared=self.shared
         )
 
     def tally(self, context: Playbook, reflections: Sequence[Reflection]) -> Playbook:
@@ -288,7 +291,7 @@ class AceMethod:
         result = apply_operations(
             context,
             update.operations,
-            token_budget=self.token_budget,
+            token_budget=self.settings.token_budget,
             near_duplicates=self.near_duplicates,
         )
         self.last_apply = dataclasses.replace(
