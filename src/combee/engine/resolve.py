@@ -33,10 +33,8 @@ STRATEGY_OWNERS = ("combee", "topk")
 """The settings groups a strategy's factory is offered (by these keywords)."""
 SAMPLING = ("temperature", "max_tokens")
 """The sampling of every call, which a method's factory is offered as well."""
-METHOD = frozenset(
-    item.name for item in SETTINGS if item.owner in METHOD_OWNERS or item.name in SAMPLING
-)
 STRATEGY = frozenset(item.name for item in SETTINGS if item.owner in STRATEGY_OWNERS)
+"""The strategy settings, by name."""
 
 
 def whole(value: Any, setting: str, *, least: int, most: int | None = None) -> int:
