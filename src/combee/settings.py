@@ -5,12 +5,13 @@
 (:mod:`combee.methods.ace.settings`), GEPA's, the strategies' and the batch size controller's.
 :func:`combee.train` validates its keywords against it, ``config.json`` records it, a resume
 compares it, ``combee train`` makes one flag of each, and ``docs/settings.md`` holds
-:func:`settings_table`.
+:func:`settings_table`. Learning from traces adds the settings of
+:class:`combee.tasks.traces.settings.LearnSettings` (:data:`LEARN_SETTINGS`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ from combee.methods.ace.settings import AceSettings
 from combee.methods.gepa.settings import GepaSettings
 from combee.strategies.settings import CombeeSettings, TopKSettings
 from combee.tasks.settings import TaskSettings
+from combee.tasks.traces.settings import LearnSettings
 
 
 @dataclass(frozen=True)
@@ -49,16 +51,21 @@ SETTINGS: tuple[Declared, ...] = tuple(declared(RunSettings))
 
 NAMES: tuple[str, ...] = tuple(item.name for item in SETTINGS)
 
+LEARN_SETTINGS: tuple[Declared, ...] = tuple(declared(LearnSettings))
+"""The settings :func:`combee.learn` takes besides :func:`combee.train`'s."""
+
 
 def owner_label(item: Declared) -> str:
-    return {"": "every run", "auto": "batch size auto"}.get(item.owner, item.owner)
+    labels = {"": "every run", "auto": "batch size auto", "learn": "combee learn"}
+    return labels.get(item.owner, item.owner)
 
 
-def settings_table() -> str:
-    """The settings as a Markdown table (``docs/settings.md`` holds it)."""
+def settings_table(items: Sequence[Declared] = SETTINGS) -> str:
+    """The settings ``items`` as a Markdown table (``docs/settings.md`` holds those of a run
+    and those of learning from traces)."""
     rows = ["| setting | flag | default | takes | applies to |", "|---|---|---|---|---|"]
-    for item in SETTINGS:
-        flag = "--" + item.name.replace("_", "-")
+    for item in items:
+        flag = "(none)" if item.option is None else "--" + item.option.replace("_", "-")
         default = "`None`" if item.default is None else f"`{item.default!r}`"
         if item.default is None and item.bounds.none:
             default += f" ({item.bounds.none})"

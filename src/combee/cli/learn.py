@@ -15,11 +15,10 @@ from combee.core.batch_settings import AutoBatchSettings
 from combee.core.loop_settings import SPLIT_SETTINGS, LoopSettings
 from combee.declare import declared
 from combee.methods.ace.settings import AceSettings
-from combee.methods.ace.traces import TRANSCRIPT_TOKENS
 from combee.runs.layout import CACHE_FILE
+from combee.settings import LEARN_SETTINGS
 from combee.strategies.names import STRATEGY_HELP
 from combee.strategies.settings import CombeeSettings, TopKSettings
-from combee.tasks.traces.formats import FORMATS
 
 if TYPE_CHECKING:
     from combee.engine.results import TrainResult
@@ -29,34 +28,23 @@ _DECLARED = [item for group in _GROUPS for item in declared(group)]
 REFUSED = [item for item in _DECLARED if item.name in SPLIT_SETTINGS]
 """Train settings that score a test or validation split, which traces lack: ``combee learn``
 takes them only to say so (hidden from its help)."""
-LEARN_SETTINGS = [item for item in _DECLARED if item.name not in SPLIT_SETTINGS]
+LEARN_RUN_SETTINGS = [item for item in _DECLARED if item.name not in SPLIT_SETTINGS]
 """The run settings a learn run takes (no task data or limits, no GEPA budget, nothing that
 scores a split), declared in their groups as for ``combee train``."""
 
 
 @app.command("learn")
 @with_setting_options(REFUSED, hidden=True)
+@with_setting_options(LEARN_RUN_SETTINGS)
 @with_setting_options(LEARN_SETTINGS)
 @opt.with_endpoint_options()
 def learn_command(
     traces: Annotated[
-        list[Path] | None, typer.Option("--traces", help="Trace files or folders (repeatable).")
+        list[Path] | None,
+        typer.Option(
+            "--traces", help="Trace files or folders (repeatable).", rich_help_panel="Traces"
+        ),
     ] = None,
-    format: Annotated[
-        str, typer.Option("--format", help=f"auto | {' | '.join(FORMATS)}.")
-    ] = "auto",
-    holdout_tasks: Annotated[
-        int, typer.Option(help="Task ids (chosen by the seed) kept out of learning.")
-    ] = 0,
-    limit: Annotated[
-        int | None, typer.Option(help="Learn from only N traces, spread over the tasks.")
-    ] = None,
-    contrast: Annotated[
-        bool, typer.Option(help="Show a success beside a failure of the same task.")
-    ] = False,
-    transcript_tokens: Annotated[
-        int, typer.Option(help="Tokens of trajectory the reflector sees; longer ones are cut.")
-    ] = TRANSCRIPT_TOKENS,
     strategy: Annotated[str, typer.Option(help=STRATEGY_HELP)] = "combee",
     batch_size: Annotated[
         str, typer.Option(help="Traces per iteration, or auto: profile sizes, pick one.")
@@ -66,11 +54,7 @@ def learn_command(
     overwrite: Annotated[bool, typer.Option(help="Reuse an --out holding a finished run.")] = False,
     resume: opt.Resume = None,
     track: opt.Track = None,
-    tracking_uri: opt.TrackingUri = None,
     experiment: opt.Experiment = "combee",
-    since: Annotated[
-        str | None, typer.Option(help="mlflow:EXPERIMENT traces: only those after this ISO time.")
-    ] = None,
     **options: Any,
 ) -> None:
     """Learn a playbook from recorded agent trajectories, without re-running anything."""
@@ -89,14 +73,13 @@ def learn_command(
         check_run_dir(out, overwrite=overwrite)  # before the cache is made inside it
         cache = None if no_cache else out / CACHE_FILE
         llm = opt.endpoint_of(options, cache=cache, seed=options["seed"])
-        tracked = opt.trackers(track, out, tracking_uri, experiment)
+        settings = settings_from_options([*LEARN_SETTINGS, *LEARN_RUN_SETTINGS, *REFUSED], options)
+        tracked = opt.trackers(track, out, settings["tracking_uri"], experiment)
         try:
             return await learn_async(
-                [str(t) for t in traces], format=format, tracking_uri=tracking_uri, since=since,
-                holdout_tasks=holdout_tasks, limit=limit, contrast=contrast,
-                transcript_tokens=transcript_tokens, strategy=strategy, batch_size=size,
-                llm=llm, run_dir=out, overwrite=overwrite, progress=progress, observers=tracked,
-                **settings_from_options([*LEARN_SETTINGS, *REFUSED], options),
+                [str(t) for t in traces], strategy=strategy, batch_size=size, llm=llm,
+                run_dir=out, overwrite=overwrite, progress=progress, observers=tracked,
+                **settings,
             )  # fmt: skip
         finally:
             progress.close()

@@ -10,7 +10,7 @@ import typer
 
 from combee.cli import options as opt
 from combee.cli.app import app, err, fail, run
-from combee.cli.learn import LEARN_SETTINGS
+from combee.cli.learn import LEARN_RUN_SETTINGS
 from combee.cli.setting_options import settings_from_options, with_setting_options
 from combee.serve.records import DEFAULT_NAMESPACE
 from combee.serve.settings import SERVE_SETTINGS
@@ -26,7 +26,7 @@ app.add_typer(serve_app, name="serve")
 
 Store = Annotated[Path, typer.Option(help="The gateway's store folder.")]
 Namespace = Annotated[str, typer.Option("--agent", help="The agent namespace.")]
-_LEARNING = [*SERVE_SETTINGS, *LEARN_SETTINGS]
+_LEARNING = [*SERVE_SETTINGS, *LEARN_RUN_SETTINGS]
 
 
 @serve_app.callback()
@@ -162,7 +162,7 @@ def _round_printer(tracker: Any) -> Any:
 
 
 @serve_app.command("learn")
-@with_setting_options(LEARN_SETTINGS)
+@with_setting_options(LEARN_RUN_SETTINGS)
 @opt.with_endpoint_options()
 def learn_round_command(
     store: Store = Path("combee-serve"),
@@ -178,7 +178,7 @@ def learn_round_command(
     from combee.serve.settings import serve_settings
     from combee.serve.store import TraceStore
 
-    values = settings_from_options(LEARN_SETTINGS, options)
+    values = settings_from_options(LEARN_RUN_SETTINGS, options)
     endpoint = opt.endpoint_of(options, cache=None, seed=values["seed"])
 
     async def once() -> str:

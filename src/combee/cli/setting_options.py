@@ -86,6 +86,7 @@ PANELS = {
     "combee": "Strategy combee",
     "topk": "Strategy topk",
     "auto": "Batch size auto",
+    "learn": "Traces",
 }
 """The help panel of a declared setting's flag, by the owner of its group."""
 
@@ -121,7 +122,8 @@ def option_help(item: Declared) -> str:
         help_text += f" (0: {item.bounds.none or 'none'})"
     elif item.optional and item.bounds.none:
         help_text += f" (default: {item.bounds.none})"
-    owner = {"": "", "auto": "batch size auto: ", "endpoint": ""}.get(item.owner, f"{item.owner}: ")
+    owners = {"": "", "auto": "batch size auto: ", "endpoint": "", "learn": ""}
+    owner = owners.get(item.owner, f"{item.owner}: ")
     return owner + help_text
 
 

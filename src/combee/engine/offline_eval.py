@@ -236,7 +236,7 @@ def learned_run_settings(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
         raise ConfigError(f"{playbook} does not exist: the run has not finished", setting="run")
     return {
         "traces": config.get("traces", []),
-        "format": config.get("trace_format", "auto"),
+        "format": config.get("format", "auto"),
         "tasks": [str(t) for t in held],
         "playbook": playbook,
         "llm": saved_endpoint(folder, cache=None),  # the run's cache holds other prompts

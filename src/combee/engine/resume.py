@@ -19,18 +19,14 @@ from combee.errors import ConfigError
 from combee.llm.connect import CLIENTS, Endpoint
 from combee.runs import CACHE_FILE, CHECKPOINT_FILE, RESULTS_FILE, read_config
 from combee.runs.checkpoint import earlier_behaviour
-from combee.settings import NAMES
+from combee.settings import LEARN_SETTINGS, NAMES
 from combee.sync import run_sync
 
 TRAIN_SETTINGS = ("method", "strategy", "batch_size", *NAMES)
 """Settings of ``config.json`` that :func:`combee.train` takes under the same name."""
 
-LEARN_SETTINGS = {
-    "traces": "traces", "trace_format": "format", "holdout_tasks": "holdout_tasks",
-    "trace_limit": "limit", "contrast": "contrast", "transcript_tokens": "transcript_tokens",
-    "trace_since": "since", "trace_tracking_uri": "tracking_uri",
-}  # fmt: skip
-"""Settings of a learn run's ``config.json``, and the name :func:`combee.engine.learn` takes."""
+LEARN_NAMES = ("traces", *(item.name for item in LEARN_SETTINGS))
+"""Settings of a learn run's ``config.json`` that :func:`combee.learn` takes besides."""
 
 
 def saved_settings(run_dir: str | os.PathLike[str]) -> tuple[str, dict[str, Any]]:
@@ -58,9 +54,7 @@ def saved_settings(run_dir: str | os.PathLike[str]) -> tuple[str, dict[str, Any]
     settings = {key: config[key] for key in TRAIN_SETTINGS if key in config}
     if "traces" in config:
         settings.pop("method", None)
-        settings.update(
-            {name: config[key] for key, name in LEARN_SETTINGS.items() if key in config}
-        )
+        settings.update({name: config[name] for name in LEARN_NAMES if name in config})
         return "learn", settings
     task = config.get("task_spec")
     if not isinstance(task, str):

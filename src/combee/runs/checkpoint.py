@@ -21,6 +21,7 @@ from combee.runs.layout import (
     MARKER_FILE,
     METRICS_FILE,
     RESULTS_FILE,
+    current_keys,
 )
 from combee.runs.run_dir import RunDir
 from combee.tasks.base import Score
@@ -190,6 +191,7 @@ def config_differences(saved: Mapping[str, Any], config: Mapping[str, Any]) -> l
     address, the JSON mode and redaction count: concurrency or timeouts may change between
     attempts)."""
     here = json.loads(json.dumps(config, default=str))
+    saved = current_keys(dict(saved))
 
     def endpoint(c: Mapping[str, Any]) -> dict[str, Any]:
         raw = c.get("endpoint")

@@ -45,9 +45,24 @@ RUN_FILES = frozenset(
 """What every run writes in its directory (the response cache aside)."""
 
 
+RENAMED_KEYS = {
+    "trace_format": "format",
+    "trace_limit": "limit",
+    "trace_since": "since",
+    "trace_tracking_uri": "tracking_uri",
+}
+"""Keys of ``config.json`` that an earlier version wrote, by the setting's name now."""
+
+
+def current_keys(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` (a run's ``config.json``) with the keys an earlier version wrote under other
+    names (:data:`RENAMED_KEYS`) under the names they have now."""
+    return {RENAMED_KEYS.get(key, key): value for key, value in config.items()}
+
+
 def read_config(run_dir: str | os.PathLike[str], *, setting: str = "run_dir") -> dict[str, Any]:
-    """The run's ``config.json``; a ConfigError naming the file (and ``setting``) when it is
-    missing or unreadable."""
+    """The run's ``config.json``, its keys as this version names them (:func:`current_keys`);
+    a ConfigError naming the file (and ``setting``) when it is missing or unreadable."""
     path = Path(run_dir) / CONFIG_FILE
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
@@ -57,4 +72,4 @@ def read_config(run_dir: str | os.PathLike[str], *, setting: str = "run_dir") ->
         ) from None
     if not isinstance(config, dict):
         raise ConfigError(f"{path} is not a run's config (not a JSON object)", setting=setting)
-    return config
+    return current_keys(config)

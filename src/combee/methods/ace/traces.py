@@ -21,12 +21,13 @@ from combee.methods.ace.playbook import Playbook
 from combee.methods.ace.trace_prompts import outcome_text, trace_reflector_messages
 from combee.tasks.base import Sample, Score
 from combee.tasks.traces.model import Trace
+from combee.tasks.traces.settings import LearnSettings
 from combee.tasks.traces.task import recorded_score
 from combee.tasks.traces.transcript import render_transcript
 
 log = logging.getLogger(__name__)
 
-TRANSCRIPT_TOKENS = 3000
+TRANSCRIPT_TOKENS: int = LearnSettings.transcript_tokens
 """The trajectory's share of the reflector's prompt, in tokens (the rest is the playbook)."""
 
 
