@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from combee.core.evaluate import Evaluation
-from combee.errors import CombeeError, RunFailedError
+from combee.errors import CombeeError, ConfigError, RunFailedError
 from combee.runs import RunDir
 from combee.tasks.jsonl import JsonlTask
 
@@ -82,3 +82,14 @@ def check_evaluation(
         f"the {max_failed_share:.0%} allowed (max_failed_share); the first: "
         f"{evaluation.failures[0].error}{saved}"
     )
+
+
+def check_pipeline(pipeline: bool, batch_size: object) -> None:
+    """A pipelined run draws the next batch before this one's time is known: it needs a fixed
+    batch size."""
+    if pipeline and not isinstance(batch_size, int):
+        raise ConfigError(
+            f"needs a fixed batch size (got batch_size={batch_size!r}): the next batch is drawn "
+            "before this one's time is known",
+            setting="pipeline",
+        )
