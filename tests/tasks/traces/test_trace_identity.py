@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -66,7 +67,12 @@ def test_tasks_of_two_domains_with_one_id_stay_apart(tmp_path: Path) -> None:
     records = airline()[:8]
     retail = json.loads(json.dumps(records))
     for record in retail:
-        record["info"]["task"]["instruction"] = "You want to return a pair of shoes."
+        record["info"]["task"] = {  # a retail task: another user, other expected actions
+            "user_id": "yusuf_rossi_9620",
+            "actions": [{"name": "return_delivered_order_items", "kwargs": {"order_id": "#W1"}}],
+            "instruction": "You want to return a pair of shoes.",
+            "outputs": [],
+        }
         record["traj"][-1]["content"] = "Your return is on its way."
     (folder / "airline.json").write_text(json.dumps(records))
     (folder / "retail.json").write_text(json.dumps(retail))
@@ -107,3 +113,49 @@ def test_two_swe_bench_runs_over_the_same_instances_give_both_attempts(tmp_path:
     assert len(imported.traces) == 2 and len(imported.repeated) == 1
     assert len({t.id for t in imported.traces}) == 2
     assert len({t.task_id for t in imported.traces}) == 1  # one task, two attempts
+
+
+QWEN = next((DATA / "traces" / "real" / "tau-bench").glob("tool-calling-qwen*.json"))
+"""A real tau-bench airline result file of a second model (tasks 0-9, one trial; SOURCE.md)."""
+
+
+def two_models(folder: Path, records: list[dict[str, Any]]) -> None:
+    folder.mkdir()
+    (folder / "gpt-4o-airline.json").write_text(json.dumps(records))
+    (folder / QWEN.name).write_bytes(QWEN.read_bytes())
+
+
+def test_two_models_real_result_files_give_every_attempt(tmp_path: Path) -> None:
+    two_models(tmp_path / "runs", airline())
+    imported = read_traces([tmp_path / "runs"])
+    qwen = [t for t in imported.traces if QWEN.name in t.source]
+    assert len(imported.traces) == 210 and imported.repeated == [] and len(qwen) == 10
+    assert len({t.id for t in imported.traces}) == 210
+    gpt_tasks = {t.task_id for t in imported.traces if t not in qwen}
+    assert {t.task_id for t in qwen} <= gpt_tasks  # the same tasks, attempted by two models
+
+
+def test_contrast_pairs_the_second_models_failures_with_gpt_4o_successes(tmp_path: Path) -> None:
+    from tests.tasks.traces.trace_prompts import reflector_prompts
+
+    first_ten = [r for r in airline() if r["task_id"] < 10]
+    two_models(tmp_path / "runs", first_ten)
+    traces = read_traces([tmp_path / "runs"]).traces
+    qwen = [t for t in traces if QWEN.name in t.source]
+    solved = {t.task_id for t in traces if t.outcome.success}
+    assert len(qwen) == 10 and len(solved) == 5
+    assert all(t.outcome.success is False for t in qwen)
+
+    prompts, _ = reflector_prompts([tmp_path / "runs"], tmp_path / "run", contrast=True)
+    pairs = 0
+    for trace in qwen:
+        shown = prompts[trace.id]
+        paired = re.search(r"Another recorded attempt at the same task \((.*?)\)", shown)
+        if trace.task_id in solved:  # paired with a gpt-4o attempt that succeeded
+            assert paired is not None, trace.id
+            other = next(t for t in traces if t.id == paired.group(1))
+            assert other.outcome.success and QWEN.name not in other.source
+            pairs += 1
+        else:  # every attempt at the task failed: nothing to contrast with
+            assert paired is None, trace.id
+    assert pairs == 5  # tasks 1, 2, 5, 6 and 7

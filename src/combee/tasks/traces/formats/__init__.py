@@ -178,14 +178,14 @@ def _first_of_each_id(traces: list[Trace]) -> tuple[list[Trace], list[Trace]]:
 
 
 def _tasks_apart(traces: list[Trace]) -> list[Trace]:
-    """Traces whose task ids coincide but whose records state different tasks (tau-bench's
-    retail and airline task ``5``) get task ids of their own: the id, then the name of the file
-    that first held that task (``5@gpt-4o-retail.json``); attempts at one task from several runs
-    keep one task id."""
+    """Traces whose task ids coincide but whose records define different tasks (tau-bench's
+    retail and airline task ``5``; a format says what defines one in ``meta["task_key"]``) get
+    task ids of their own: the id, then the name of the file that first held that task
+    (``5@gpt-4o-retail.json``); attempts at one task from several runs keep one task id."""
     names: dict[tuple[str, str], str] = {}
     apart: list[Trace] = []
     for trace in traces:
-        text = str(trace.meta.get("task_text") or "")
+        text = str(trace.meta.get("task_key") or "")
         key = (trace.task_id, text)
         if key not in names:
             taken = any(task == trace.task_id for task, _ in names)

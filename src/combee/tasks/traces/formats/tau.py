@@ -75,9 +75,20 @@ def _trace(path: Path, index: int, record: Any) -> Trace:
         meta={
             "trial": trial,
             "gold_actions": task.get("actions", []),
-            "task_text": str(task.get("instruction") or ""),
+            "task_key": _task_key(task),
         },
     )
+
+
+def _task_key(task: Mapping[str, Any]) -> str:
+    """What makes a task the task it is: the user and what the checker expects (gold actions and
+    outputs). Not the instruction's wording, which tau-bench revised between releases ("You are
+    mia_li_3668." became "Your user id is mia_li_3668."): two runs of one task on either side of
+    that revision are still attempts at one task."""
+    checked = {key: task[key] for key in ("user_id", "actions", "outputs") if task.get(key)}
+    if not checked:
+        return str(task.get("instruction") or "")
+    return json.dumps(checked, sort_keys=True, default=str)
 
 
 def _feedback(info: Mapping[str, Any]) -> str:
