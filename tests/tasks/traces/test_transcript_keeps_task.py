@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from combee.tasks.traces import load_traces, render_transcript
-from combee.tasks.traces.model import ToolCall, TraceMessage
+from combee.tasks.traces.model import ToolCall, Trace, TraceMessage
 from combee.tasks.traces.transcript import CHARS_PER_TOKEN
 from tests.paths import DATA
 
@@ -98,23 +98,43 @@ def test_a_short_trace_is_shown_whole() -> None:
     assert all(m.content.strip() in shown.text for m in messages)
 
 
+SWE_BENCH = [
+    DATA / "traces" / "real" / "mini-swe-agent",
+    DATA / "traces" / "real" / "mini-swe-agent-run",
+]
+"""Six real mini-swe-agent trajectories: five SWE-bench Verified instances of one published run
+(issues of 1,623 to 5,337 characters, 6,321 to 10,035 with the harness's instructions) and the
+project's own test trajectory."""
+
+
+def _statement_and_issue(trace: Trace) -> tuple[str, str]:
+    """The task statement (the first user turn) and the issue it opens with."""
+    statement = next(m for m in trace.messages if m.role == "user").content.strip()
+    return statement, statement.split("</pr_description>")[0]
+
+
 def test_real_swe_bench_issue_statements_reach_the_reflector_whole() -> None:
     from combee.methods.ace.traces import TRANSCRIPT_TOKENS
     from combee.tasks.traces import read_traces
 
-    real = DATA / "traces" / "real" / "mini-swe-agent"
-    traces = read_traces([real]).traces
-    assert len(traces) == 2
+    traces = read_traces(SWE_BENCH).traces
+    assert len(traces) == 6
+    whole = 0
     for trace in traces:
-        statement = next(m for m in trace.messages if m.role == "user").content.strip()
+        statement, issue = _statement_and_issue(trace)
         shown = render_transcript(trace.messages, max_tokens=TRANSCRIPT_TOKENS)
-        assert statement in shown.text, trace.id  # whole at the default budget
-        assert bool(shown.cuts) == trace.id.startswith("django")  # though the rest was cut
-        # A budget too small for it keeps the issue, before the harness's instructions.
+        assert issue in shown.text, trace.id  # the issue whole at the default budget
+        if statement in shown.text:
+            whole += 1
+        else:  # the harness's instructions after it gave way, and the cut says so
+            assert "characters of the task statement cut ...]" in shown.text, trace.id
+            assert any("from the task statement" in note for note in shown.cuts), trace.id
+        # A budget too small for the issue keeps its beginning, marked.
         small = render_transcript(trace.messages, max_tokens=600)
-        issue = statement.split("</pr_description>")[0][:1500]
         kept = next(line for line in small.text.split("\n[") if line.startswith("1] user: "))
-        assert issue[:1000] in kept and "of the task statement cut ...]" in kept, trace.id
+        if len(statement) > 2400:
+            assert issue[:1000] in kept and "of the task statement cut ...]" in kept, trace.id
+    assert whole == 3  # the other three are kept to their issue and part of the instructions
 
 
 def test_the_issue_statements_reach_the_reflector_at_the_scripted_server(tmp_path: Path) -> None:
@@ -124,15 +144,13 @@ def test_the_issue_statements_reach_the_reflector_at_the_scripted_server(tmp_pat
     from combee.sim.ace_script import ace_responder
     from combee.tasks.traces import read_traces
 
-    real = DATA / "traces" / "real" / "mini-swe-agent"
-    statements = [
-        next(m for m in t.messages if m.role == "user").content.strip()
-        for t in read_traces([real]).traces
-    ]
+    issues = [_statement_and_issue(t)[1] for t in read_traces(SWE_BENCH).traces]
     with serve_in_thread(ace_responder) as server:
         llm = connect("sim", base_url=server.base_url)
         try:
-            combee.learn([real], llm=llm, batch_size=2, run_dir=tmp_path / "run", holdout_tasks=0)
+            combee.learn(
+                SWE_BENCH, llm=llm, batch_size=2, run_dir=tmp_path / "run", holdout_tasks=0
+            )
         finally:
             combee.sync.run_sync(llm.aclose(), async_name="aclose")
         prompts = [
@@ -140,7 +158,7 @@ def test_the_issue_statements_reach_the_reflector_at_the_scripted_server(tmp_pat
             for r in server.records
             if r.schema_name == "reflector"
         ]
-    assert len(prompts) == 2
-    for statement in statements:  # as the prompt's tagged block escapes tags inside it
-        shown = re.sub(r"<(/?[a-z_]{1,40})>", r"&lt;\1>", statement)
-        assert any(shown in prompt for prompt in prompts)
+    assert len(prompts) == 6
+    for issue in issues:  # as the prompt's tagged block escapes tags inside it
+        shown = re.sub(r"<(/?[a-z_]{1,40})>", r"&lt;\1>", issue)
+        assert sum(shown in prompt for prompt in prompts) == 1
