@@ -275,7 +275,7 @@ def _export_mlflow(
 ) -> None:
     from combee.cli.flags import cli_message
     from combee.errors import CombeeError
-    from combee.runs.tracking import shown_uri, tracking_uri_of
+    from combee.mlflow_store import shown_uri, tracking_uri_of
     from combee.serve.mlflow_export import export_mlflow
 
     try:

@@ -146,7 +146,7 @@ def agent_results(summary: dict[str, Any]) -> list[str]:
     """An agent run's outcome in words: the success rate on the test split with its 95%
     interval (and the baseline's), tasks gained and lost, invalid steps and, under an attack,
     how often the planted text was obeyed."""
-    from combee.engine.episodes import BASELINE_TEST_EPISODES_FILE, TEST_EPISODES_FILE
+    from combee.core.episodes import BASELINE_TEST_EPISODES_FILE, TEST_EPISODES_FILE
     from combee.progress import success_text
 
     lines = []

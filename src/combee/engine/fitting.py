@@ -9,14 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from combee.core.batch_schedule import BatchSchedule, ProfiledSchedule
-from combee.core.evaluate import Evaluation
-from combee.core.executor import AsyncioExecutor, Executor
-from combee.core.learner import Learner, ReportsIterations
-from combee.core.loop_observer import LoopObserver, ObserverGroup
-from combee.core.loop_settings import LoopSettings
-from combee.core.loop_state import LoopState
-from combee.core.types import Strategy
-from combee.engine.episodes import (
+from combee.core.episodes import (
     BASELINE_TEST_EPISODES_FILE,
     TEST_EPISODES_FILE,
     episode_lines,
@@ -25,6 +18,13 @@ from combee.engine.episodes import (
     invalid_steps,
     paired_outcomes,
 )
+from combee.core.evaluate import Evaluation
+from combee.core.executor import AsyncioExecutor, Executor
+from combee.core.learner import Learner, ReportsIterations
+from combee.core.loop_observer import LoopObserver, ObserverGroup
+from combee.core.loop_settings import LoopSettings
+from combee.core.loop_state import LoopState
+from combee.core.types import Strategy
 from combee.engine.evaluation import observed_evaluation
 from combee.engine.guards import check_evaluation, held
 from combee.engine.prepare import Prepared

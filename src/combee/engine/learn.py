@@ -19,7 +19,7 @@ from combee.declare import build, declared
 from combee.engine.results import TrainResult
 from combee.engine.training import train_async
 from combee.errors import ConfigError
-from combee.runs.tracking import shown_uri
+from combee.mlflow_store import shown_uri
 from combee.sync import run_sync
 from combee.tasks.traces import Trace, TraceTask, read_traces, render_transcript
 from combee.tasks.traces.settings import READ_SETTINGS, LearnSettings

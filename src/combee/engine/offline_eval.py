@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from combee.core.files import read_setting_file
 from combee.errors import CombeeError, ConfigError, LLMCallError
+from combee.files import read_setting_file
 from combee.runs import CONFIG_FILE, read_config
 from combee.tasks.traces import Trace, load_traces
 from combee.tasks.traces.next_action import (

@@ -11,11 +11,11 @@ from typing import Any
 
 from combee.core.batch_schedule import BatchSchedule, FixedBatchSize
 from combee.core.controller import AutoBatchSize, BatchDecision
-from combee.core.files import read_setting_file
 from combee.core.learner import Learner, LoopLearner
 from combee.core.types import Method, Reduces, Strategy, protocol_members
 from combee.declare import groups_in, offered
 from combee.errors import ConfigError
+from combee.files import read_setting_file
 from combee.llm.client import LLM
 from combee.llm.connect import Endpoint
 from combee.llm.types import ChatModel, Widens

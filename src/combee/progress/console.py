@@ -18,10 +18,10 @@ from rich.progress import (
 )
 
 from combee.core.controller import BatchDecision
+from combee.core.episodes import episode_summary, has_episodes, invalid_steps
 from combee.core.evaluate import Evaluation, SampleFailure
 from combee.core.loop_observer import VALIDATE, LoopObserver
 from combee.core.loop_reports import IterationReport
-from combee.engine.episodes import episode_summary, has_episodes, invalid_steps
 
 LOG_EVERY_S = 10.0
 """Off a terminal, at most one progress line this often (slow samples, such as an agent's
@@ -214,7 +214,7 @@ class ConsoleProgress(LoopObserver):
 
 def success_text(summary: Mapping[str, Any], prefix: str) -> str:
     """``success 0.750 (95% interval 0.409-0.929) on 8 episodes``, from the ``{prefix}_...``
-    figures of :func:`combee.engine.episodes.episode_summary`."""
+    figures of :func:`combee.core.episodes.episode_summary`."""
     low, high = summary[f"{prefix}_success_interval_95"]
     return (
         f"success {summary[f'{prefix}_success_rate']:.3f} (95% interval {low:.3f}-{high:.3f}) "

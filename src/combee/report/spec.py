@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from combee.core.files import read_text
 from combee.errors import ConfigError
+from combee.files import read_text
 from combee.llm.connect import Endpoint
 from combee.settings import NAMES
 

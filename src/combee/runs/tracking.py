@@ -25,13 +25,11 @@ import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
-
-import httpx
 
 from combee.core.loop_observer import LoopObserver
 from combee.core.loop_reports import IterationReport
 from combee.errors import ConfigError
+from combee.mlflow_store import check_reachable, import_mlflow, shown_uri, tracking_uri_of
 from combee.runs.layout import (
     CONFIG_FILE,
     CONTEXTS_DIR,
@@ -40,7 +38,6 @@ from combee.runs.layout import (
     RESULTS_FILE,
 )
 
-INSTALL_HINT = "pip install 'combee[mlflow]'"
 MAX_PARAM_LENGTH = 6000
 """MLflow's longest param value; longer values are cut."""
 _SECRET_NAMES = ("api_key", "key", "secret", "password", "token")
@@ -54,49 +51,6 @@ HTTP_DEFAULTS = {
 """MLflow's HTTP retry settings while a run is tracked, where the environment sets none."""
 
 log = logging.getLogger(__name__)
-
-
-def import_mlflow() -> Any:
-    """The ``mlflow`` package; a ConfigError naming the extra to install when it is missing."""
-    try:
-        import mlflow
-    except ImportError:
-        raise ConfigError(
-            f"mlflow needs the mlflow package: {INSTALL_HINT}", setting="track"
-        ) from None
-    return mlflow
-
-
-def tracking_uri_of(given: str | None) -> str | None:
-    """``given``, else ``MLFLOW_TRACKING_URI``, else None (MLflow's own default)."""
-    return given or os.environ.get("MLFLOW_TRACKING_URI") or None
-
-
-def shown_uri(uri: str | None) -> str:
-    """A tracking URI as it may be printed and recorded: without a user name or password."""
-    if not uri:
-        return "(MLflow's default)"
-    parts = urlsplit(uri)
-    if parts.username or parts.password:
-        host = parts.hostname or ""
-        netloc = host + (f":{parts.port}" if parts.port else "")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return uri
-
-
-def check_reachable(uri: str | None, *, setting: str = "tracking_uri") -> None:
-    """A ConfigError naming ``setting`` when ``uri`` is an HTTP tracking server that does not
-    answer (MLflow's own client retries for minutes first)."""
-    if not uri or not uri.startswith(("http://", "https://")):
-        return
-    try:
-        httpx.get(uri.rstrip("/") + "/health", timeout=10.0)
-    except httpx.HTTPError as error:
-        raise ConfigError(
-            f"{shown_uri(uri)} does not answer ({type(error).__name__}): start the MLflow "
-            "server, or give its address",
-            setting=setting,
-        ) from None
 
 
 def flat(data: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -311,4 +265,4 @@ def _saved(run_dir: Path) -> dict[str, Any] | None:
     return saved if isinstance(saved, dict) else None
 
 
-__all__ = ["MLFLOW_RUN_FILE", "MlflowTracker", "check_reachable", "tracking_uri_of"]
+__all__ = ["MLFLOW_RUN_FILE", "MlflowTracker"]

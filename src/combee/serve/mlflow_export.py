@@ -69,7 +69,7 @@ def export_mlflow(
     brought up to date. ``scored_only``: only conversations with feedback."""
     if not experiment:
         raise ConfigError("names no MLflow experiment", setting="experiment")
-    from combee.runs.tracking import check_reachable, import_mlflow, shown_uri, tracking_uri_of
+    from combee.mlflow_store import check_reachable, import_mlflow, shown_uri, tracking_uri_of
 
     mlflow = import_mlflow()  # a ConfigError naming the extra when it is missing
     from mlflow.exceptions import MlflowException

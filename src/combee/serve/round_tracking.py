@@ -66,13 +66,8 @@ class RoundTracker:
         experiment: str = "combee",
         params: Mapping[str, Any] | None = None,
     ) -> None:
-        from combee.runs.tracking import (
-            check_reachable,
-            import_mlflow,
-            params_of,
-            shown_uri,
-            tracking_uri_of,
-        )
+        from combee.mlflow_store import check_reachable, import_mlflow, shown_uri, tracking_uri_of
+        from combee.runs.tracking import params_of
 
         mlflow = import_mlflow()
         from mlflow.tracking import MlflowClient

@@ -16,8 +16,8 @@ import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
-from combee.core.files import read_setting_file
 from combee.errors import ConfigError
+from combee.files import read_setting_file
 from combee.llm.connect import Endpoint
 from combee.llm.types import DEFAULT_KEY_ENV
 from combee.serve.gateway import Gateway

@@ -9,8 +9,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from combee.core.files import read_text
 from combee.errors import ConfigError, DatasetError
+from combee.files import read_text
 from combee.tasks.base import Sample, Score, Splits
 from combee.tasks.scoring import SCORER_NAMES, Scorer, get_scorer
 

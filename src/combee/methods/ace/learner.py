@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from combee.core.episodes import BASELINE_TEST_EPISODES_FILE, TEST_EPISODES_FILE
 from combee.core.learner import LoopLearner
-from combee.engine.episodes import BASELINE_TEST_EPISODES_FILE, TEST_EPISODES_FILE
 from combee.errors import ConfigError
 from combee.llm.provenance import shared_text
 from combee.llm.types import DEFAULT_MAX_TOKENS, ChatModel

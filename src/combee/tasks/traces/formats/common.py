@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from combee.core import files
+from combee import files
 from combee.errors import DatasetError
 from combee.tasks.traces.model import Trace
 

@@ -58,7 +58,7 @@ def read_mlflow(
     name = spec[len(PREFIX) :]
     if not name:
         raise ConfigError(f"{spec!r} names no experiment (mlflow:EXPERIMENT)", setting="traces")
-    from combee.runs.tracking import check_reachable, import_mlflow, shown_uri, tracking_uri_of
+    from combee.mlflow_store import check_reachable, import_mlflow, shown_uri, tracking_uri_of
 
     import_mlflow()  # a ConfigError naming the extra when it is missing
     from mlflow.exceptions import MlflowException

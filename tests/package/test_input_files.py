@@ -1,4 +1,4 @@
-"""Input files are read with a bound (combee.core.files)."""
+"""Input files are read with a bound (combee.files)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from combee.core.files import read_bytes, read_setting_file, read_text
 from combee.errors import ConfigError
+from combee.files import read_bytes, read_setting_file, read_text
 
 
 def test_a_file_within_the_limit_is_read_whole(tmp_path: Path) -> None:
