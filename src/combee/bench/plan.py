@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from combee.core.controller import DEFAULT_TAU
 from combee.errors import ConfigError
@@ -70,10 +71,11 @@ def parse_configs(text: str, *, default_client: str) -> list[BenchConfig]:
     return configs
 
 
-@dataclass(frozen=True)
-class BenchPlan:
-    configs: list[BenchConfig]
-    server: SimConfig
+@dataclass(frozen=True, kw_only=True)
+class BenchSettings:
+    """The settings every configuration of a plan runs with, declared once: the plan holds
+    them and each configuration's run (:class:`combee.bench.worker.RunSpec`) gets them."""
+
     train_limit: int = 500
     epochs: int = 1
     seed: int = 0
@@ -89,6 +91,16 @@ class BenchPlan:
     """Secrets redacted in every prompt and reply, as ``combee train`` does by default."""
     screen: bool = True
     """Lessons screened for planted text and copies of the data, as ``combee train`` does."""
+
+    def bench_settings(self) -> dict[str, Any]:
+        """Each benchmark setting by name, with its value here."""
+        return {item.name: getattr(self, item.name) for item in fields(BenchSettings)}
+
+
+@dataclass(frozen=True)
+class BenchPlan(BenchSettings):
+    configs: list[BenchConfig]
+    server: SimConfig
     title: str = "combee bench"
 
 

@@ -12,7 +12,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from combee.bench.metrics import idle_fraction
-from combee.bench.plan import BenchConfig, BenchPlan
+from combee.bench.plan import BenchPlan
 from combee.bench.server_process import SimServerProcess
 from combee.bench.worker import RunSpec, run_in_process
 
@@ -46,27 +46,6 @@ def installed_extras() -> dict[str, bool]:
     }
 
 
-def _spec(plan: BenchPlan, config: BenchConfig, base_url: str) -> RunSpec:
-    return RunSpec(
-        name=config.name,
-        strategy=config.strategy,
-        batch_size=config.batch_size,
-        client=config.client,
-        base_url=base_url,
-        train_limit=plan.train_limit,
-        epochs=plan.epochs,
-        seed=plan.seed,
-        concurrency=plan.concurrency,
-        timeout_s=plan.timeout_s,
-        max_retries=plan.max_retries,
-        tau=plan.tau,
-        max_batch_size=config.max_batch_size or plan.max_batch_size,
-        dedup=plan.dedup,
-        redact=plan.redact,
-        screen=plan.screen,
-    )
-
-
 def _run_isolated(spec: RunSpec) -> dict[str, Any]:
     # A fresh process per configuration: its own peak memory, CPU clock and heap.
     context = multiprocessing.get_context("spawn")
@@ -84,7 +63,7 @@ def run_plan(
         for config in plan.configs:
             load_before = _load()
             cpu_before = server.cpu_seconds()
-            result = _run_isolated(_spec(plan, config, server.base_url))
+            result = _run_isolated(RunSpec.of(plan, config, server.base_url))
             cpu_after = server.cpu_seconds()
             result["name"] = config.name
             result["load_before"] = load_before
@@ -104,21 +83,13 @@ def run_plan(
         "title": plan.title,
         "server_command": server_command,
         "server": {k: v for k, v in vars(plan.server).items() if k != "models"},
-        "train_limit": plan.train_limit,
-        "epochs": plan.epochs,
-        "tau": plan.tau,
-        "max_batch_size": plan.max_batch_size,
-        "timeout_s": plan.timeout_s,
-        "max_retries": plan.max_retries,
+        **plan.bench_settings(),
         "machine": {
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
             "platform": platform.platform(),
         },
         "extras": installed_extras(),
-        "dedup": plan.dedup,
-        "redact": plan.redact,
-        "screen": plan.screen,
         "started": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
         "seconds": round(time.time() - started, 1),
         "results": results,

@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
-from combee.bench.plan import PRESETS, BenchPlan, parse_configs
+from combee.bench.plan import PRESETS, BenchPlan, BenchSettings, parse_configs
 from combee.bench.report import plot, print_report, write_json
 from combee.bench.runner import installed_extras, run_plan
 from combee.errors import ConfigError
@@ -47,31 +47,22 @@ def _plan(options: BenchOptions, preset_name: str | None) -> BenchPlan:
         server = SimConfig(**server_fields)
     except TypeError as error:
         raise ConfigError(f"combee bench: bad server setting: {error}") from None
-    extra: dict[str, Any] = dict(preset.options) if preset else {}
-    if options.timeout_s is not None:
-        extra["timeout_s"] = options.timeout_s
-    if options.max_retries is not None:
-        extra["max_retries"] = options.max_retries
     configs_text = options.configs or (preset.configs if preset else None)
     if configs_text is None:
         raise ConfigError("combee bench: give --preset or --configs")
     if options.train_limit < 1:
         raise ConfigError(f"--train-limit must be at least 1 (got {options.train_limit})")
+    # An option left at None takes the preset's value, else the plan's default.
+    settings: dict[str, Any] = dict(preset.options) if preset else {}
+    for item in dataclasses.fields(BenchSettings):
+        if (value := getattr(options, item.name)) is not None:
+            settings[item.name] = value
     return BenchPlan(
         configs=parse_configs(configs_text, default_client=options.client),
         server=server,
-        train_limit=options.train_limit,
-        epochs=options.epochs,
-        seed=options.seed,
-        concurrency=options.concurrency,
-        tau=options.tau,
-        max_batch_size=options.max_batch_size,
-        dedup=options.dedup,
-        redact=options.redact,
-        screen=options.screen,
         title=f"combee bench {preset_name or 'custom'}: "
         + (preset.description if preset else f"Formula {options.train_limit}"),
-        **extra,
+        **settings,
     )
 
 

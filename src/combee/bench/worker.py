@@ -13,8 +13,9 @@ from typing import Any
 
 from combee.api import train_async
 from combee.bench.metrics import idle_fraction
+from combee.bench.plan import BenchConfig, BenchPlan, BenchSettings
 from combee.core.batch_schedule import BatchSchedule
-from combee.core.controller import DEFAULT_TAU, AutoBatchSize
+from combee.core.controller import AutoBatchSize
 from combee.core.loop_observer import LoopObserver
 from combee.core.loop_reports import IterationReport
 from combee.core.types import Reflection, Trajectory
@@ -29,31 +30,35 @@ from combee.tasks.formula import FormulaTask
 
 
 @dataclass(frozen=True)
-class RunSpec:
-    """One configuration to measure. ``batch_size`` None means ``auto``."""
+class RunSpec(BenchSettings):
+    """One configuration to measure, with its plan's settings. ``batch_size`` None means
+    ``auto``."""
 
     name: str
     strategy: str
     batch_size: int | None
     client: str
     base_url: str
-    train_limit: int
-    epochs: int = 1
-    seed: int = 0
-    concurrency: int | None = None
-    timeout_s: float = 60.0
-    max_retries: int = 4
-    tau: float = DEFAULT_TAU
-    max_batch_size: int = 100
     duplication: int = CombeeSettings.duplication
     fan_in: int = CombeeSettings.fan_in
     token_budget: int | None = AceSettings.token_budget
     max_tokens: int = 16384
     """Room for the scripted curator's and merger's long replies: a truncated reply is a failure."""
-    dedup: bool | None = None
-    """Near-duplicate folding (None: the default users get, on when ``embed`` is installed)."""
-    redact: bool = True
-    screen: bool = True
+
+    @classmethod
+    def of(cls, plan: BenchPlan, config: BenchConfig, base_url: str) -> RunSpec:
+        """The run of ``config`` in ``plan`` against the server at ``base_url``: the plan's
+        settings, with the configuration's own cap on auto where it has one."""
+        settings = plan.bench_settings()
+        settings["max_batch_size"] = config.max_batch_size or plan.max_batch_size
+        return cls(
+            name=config.name,
+            strategy=config.strategy,
+            batch_size=config.batch_size,
+            client=config.client,
+            base_url=base_url,
+            **settings,
+        )
 
 
 class _CountingMethod:
