@@ -21,7 +21,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from combee.errors import ConfigError
+from combee.errors import ConfigError, parameter
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,11 @@ class Declared:
     def option(self) -> str | None:
         """The option's parameter name (``timeout`` for ``timeout_s``), or None."""
         return None if self.flag is None else (self.flag or self.name)
+
+    @property
+    def option_flag(self) -> str | None:
+        """The option as written on the command line (``--timeout``), or None."""
+        return None if self.option is None else "--" + self.option.replace("_", "-")
 
     @property
     def base(self) -> type:
@@ -250,7 +255,7 @@ def build(group: type[SettingsGroup], given: Mapping[str, Any], *, where: str) -
     unknown = sorted(set(given) - set(items))
     if unknown:
         close = [n for n in items if unknown[0].replace("-", "_") in n or n in unknown[0]]
-        hint = f"; did you mean {close[0]}?" if close else ""
+        hint = f"; did you mean {parameter(close[0])}?" if close else ""
         raise ConfigError(
             f"is not a setting of {where}{hint} (see docs/settings.md)", setting=unknown[0]
         )

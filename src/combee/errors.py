@@ -1,17 +1,77 @@
 """Errors a user can cause. Each carries one message that says what to do about it.
 
 Library errors name the Python parameter they concern (``batch_size``), never a command-line
-flag; they carry typed fields so a caller can act on them. The CLI turns ``setting`` into its
-flag when it prints. Anything that is not a :class:`CombeeError` is a bug.
+flag; they carry typed fields so a caller can act on them. A message marks each parameter it
+names (:func:`parameter`, and ``setting`` of a :class:`ConfigError`), so that the CLI shows
+its flag instead (:meth:`CombeeError.render`). Anything that is not a :class:`CombeeError` is
+a bug.
 """
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
+
+_MARK = "\x1f"
+"""Around a parameter a message names (a control character no message text holds)."""
+_VALUE = "\x1e"
+"""Between that parameter's name and the value the message assigns it."""
+
+
+class Placeholder(str):
+    """A value the user chooses, written as its name: ``PATH`` in ``data=PATH``."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def parameter(name: str, *value: object) -> str:
+    """``name`` marked in a message as the parameter it is; with a value, the assignment
+    ``name=value``. ``str(error)`` writes it as Python does (``overwrite=True``),
+    :meth:`CombeeError.render` as a front end names its options (``--overwrite``)."""
+    if not value:
+        return f"{_MARK}{name}{_MARK}"
+    return f"{_MARK}{name}{_VALUE}{value[0]!r}{_MARK}"
+
+
+OVERWRITE = parameter("overwrite", True)
+"""What a message tells the user to pass to write over a folder's run."""
+
+
+def _value(text: str) -> object:
+    try:
+        found: object = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return Placeholder(text)
+    return found
 
 
 class CombeeError(Exception):
     """Base class for every error a user can cause (bad config, data, endpoint, key)."""
+
+    def __str__(self) -> str:
+        return self.render(str)
+
+    def render(
+        self,
+        name: Callable[[str], str],
+        assignment: Callable[[str, object], str] | None = None,
+    ) -> str:
+        """The message with each parameter it marks shown as ``name(parameter)`` and each
+        assignment as ``assignment(parameter, value)`` (by default ``name(parameter)=value``,
+        the value as Python writes it)."""
+        pieces = super().__str__().split(_MARK)
+        if len(pieces) % 2 == 0:  # an unpaired mark is not one of ours
+            return _MARK.join(pieces)
+        for index in range(1, len(pieces), 2):
+            named, assigns, text = pieces[index].partition(_VALUE)
+            if not assigns:
+                pieces[index] = name(named)
+            elif assignment is None:
+                pieces[index] = f"{name(named)}={_value(text)!r}"
+            else:
+                pieces[index] = assignment(named, _value(text))
+        return "".join(pieces)
 
 
 class ConfigError(CombeeError):
@@ -24,11 +84,7 @@ class ConfigError(CombeeError):
     def __init__(self, problem: str, *, setting: str | None = None) -> None:
         self.problem = problem
         self.setting = setting
-        super().__init__(f"{setting} {problem}" if setting else problem)
-
-    def render(self, name: Callable[[str], str]) -> str:
-        """The message with the setting shown as ``name(setting)``."""
-        return f"{name(self.setting)} {self.problem}" if self.setting else self.problem
+        super().__init__(f"{parameter(setting)} {problem}" if setting else problem)
 
 
 class DatasetError(CombeeError):

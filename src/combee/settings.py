@@ -65,7 +65,7 @@ def settings_table(items: Sequence[Declared] = SETTINGS) -> str:
     and those of learning from traces)."""
     rows = ["| setting | flag | default | takes | applies to |", "|---|---|---|---|---|"]
     for item in items:
-        flag = "(none)" if item.option is None else "--" + item.option.replace("_", "-")
+        flag = item.option_flag or "(none)"
         default = "`None`" if item.default is None else f"`{item.default!r}`"
         if item.default is None and item.bounds.none:
             default += f" ({item.bounds.none})"

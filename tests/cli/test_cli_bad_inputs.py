@@ -77,7 +77,7 @@ def test_messages_name_the_flag_and_its_value(tmp_path: Path) -> None:
                         "--out", str(tmp_path / "a"))  # fmt: skip
     one_clear_line(scorer, "--scorer must be one of exact, numeric, contains")
     budget = run_combee("train", "--token-budget", "10", *NOWHERE, "--out", str(tmp_path / "b"))
-    one_clear_line(budget, "--token-budget is 10", "or to 0 for no limit")
+    one_clear_line(budget, "--token-budget is 10", "or --token-budget 0 for no limit")
     assert "None" not in budget.stderr
     negative = run_combee("train", "--token-budget", "-1", *NOWHERE, "--out", str(tmp_path / "c"))
     one_clear_line(negative, "--token-budget must be a whole number of at least 1, or 0 for no")

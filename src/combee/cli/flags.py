@@ -2,67 +2,58 @@
 
 from __future__ import annotations
 
-import re
+import functools
 
-from combee.errors import CombeeError, ConfigError
+from combee.declare import Declared
+from combee.errors import CombeeError
 
 FLAGS = {
     "run_dir": "--out",
     "initial_context": "--initial-playbook",
-    "timeout_s": "--timeout",
-    "duplication": "--duplication",
-    "token_budget": "--token-budget",
     "llm": "--model",
     "score": "--scorer",
     "samples": "--task",
     "prices": "--price-prompt/--price-completion",
     "context": "--playbook",
 }
-"""Parameters whose flag is not simply ``--`` plus the name with dashes."""
-
-_ASSIGNMENT = re.compile(r"\b([a-z][a-z0-9_]*)=('[^']*'|\"[^\"]*\"|\S+?)(?=[\s,;)]|$)")
-_NAME = re.compile(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b")
+"""Parameters that are not declared settings and whose flag is not simply ``--`` plus the
+name with dashes (a declared setting's flag comes from its declaration)."""
 
 
-def flag(setting: str) -> str:
-    return FLAGS.get(setting, "--" + setting.replace("_", "-"))
+@functools.cache
+def _declared() -> dict[str, Declared]:
+    # Imported at the first message: the command line starts without every settings module.
+    from combee.llm.connect import ENDPOINT_SETTINGS
+    from combee.serve.settings import SERVE_SETTINGS
+    from combee.settings import LEARN_SETTINGS, SETTINGS
+
+    every = (*SERVE_SETTINGS, *ENDPOINT_SETTINGS, *LEARN_SETTINGS, *SETTINGS)
+    return {item.name: item for item in every if item.option_flag is not None}
 
 
-def _assignment(match: re.Match[str]) -> str:
-    name, value = match.group(1), match.group(2).strip("'\"")
-    if name not in _KNOWN and name not in _PLAIN:
-        return match.group(0)
-    if value == "True":
-        return flag(name)
-    if value == "False":
-        return f"--no-{flag(name)[2:]}"
-    return f"{flag(name)} {value}"
+def flag(parameter: str) -> str:
+    """The flag of a library parameter: its declaration's, else ``--`` and the name with
+    dashes (or its entry in ``FLAGS``)."""
+    item = _declared().get(parameter)
+    if item is not None and item.option_flag is not None:
+        return item.option_flag
+    return FLAGS.get(parameter, "--" + parameter.replace("_", "-"))
+
+
+def flag_value(parameter: str, value: object) -> str:
+    """``parameter=value`` as given on the command line: ``--overwrite`` for True,
+    ``--no-overwrite`` for False, 0 for None where the flag takes 0 for None."""
+    name = flag(parameter)
+    if value is True:
+        return name
+    if value is False:
+        return f"--no-{name[2:]}"
+    item = _declared().get(parameter)
+    if value is None and item is not None and item.bounds.cli_zero_is_none:
+        value = 0
+    return f"{name} {value}"
 
 
 def cli_message(error: CombeeError) -> str:
-    """The message with each parameter shown as its flag: ``name=value`` becomes
-    ``--name value`` and a bare ``snake_case`` parameter name becomes ``--snake-case``."""
-    text = error.render(flag) if isinstance(error, ConfigError) else str(error)
-    text = _ASSIGNMENT.sub(_assignment, text)
-    text = text.replace("None for no limit", "0 for no limit")  # the flags take 0 for None
-    return _NAME.sub(lambda m: flag(m.group(1)) if m.group(1) in _KNOWN else m.group(1), text)
-
-
-_KNOWN = set(FLAGS) | {
-    "api_key_env",
-    "base_url",
-    "batch_size",
-    "fan_in",
-    "json_mode",
-    "max_batch_size",
-    "max_metric_calls",
-    "max_retries",
-    "max_tokens",
-    "train_limit",
-    "val_limit",
-    "test_limit",
-    "top_k",
-    "val_every",
-}
-_PLAIN = {"data", "overwrite", "model", "task", "strategy", "method", "split", "seed", "epochs"}
-"""One-word parameters, turned into flags only where the message assigns them (``data=PATH``)."""
+    """The message with each parameter it names shown as its flag."""
+    return error.render(flag, flag_value)

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from combee.cli.app import app, fail, stdout_console
-from combee.cli.flags import cli_message, flag
+from combee.cli.flags import cli_message, flag, flag_value
 from combee.errors import CombeeError, ConfigError
 from combee.report import COLUMNS, ReportFiles, diff_playbooks, write_report
 from combee.report.diff import Pairing, PlaybookDiff
@@ -32,7 +32,7 @@ def guarded(call: Callable[[], T]) -> T:
         return call()
     except ConfigError as error:
         if error.setting in ARGUMENTS:
-            raise fail(error.render(lambda s: ARGUMENTS.get(s, flag(s)))) from None
+            raise fail(error.render(lambda s: ARGUMENTS.get(s, flag(s)), flag_value)) from None
         raise fail(cli_message(error)) from None
     except CombeeError as error:
         raise fail(cli_message(error)) from None

@@ -21,7 +21,7 @@ from combee.core.loop_reports import LoopOutcome
 from combee.core.loop_settings import LoopSettings
 from combee.core.loop_state import LoopState
 from combee.core.types import Method, Strategy
-from combee.errors import ConfigError
+from combee.errors import ConfigError, parameter
 from combee.tasks.base import Sample, Score
 
 C = TypeVar("C")
@@ -127,7 +127,7 @@ class LoopLearner(Generic[C]):
             if self._parse is None:
                 raise ConfigError(
                     f"cannot be read by method {self.name!r} (it has no parser); "
-                    "pass the context object as initial_context instead",
+                    f"pass the context object as {parameter('initial_context')} instead",
                     setting="initial_context",
                 )
             return self._parse(text)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from combee.core.evaluate import Evaluation
-from combee.errors import CombeeError, ConfigError, RunFailedError
+from combee.errors import CombeeError, ConfigError, RunFailedError, parameter
 from combee.runs import RunDir
 from combee.tasks.jsonl import JsonlTask
 
@@ -89,7 +89,7 @@ def check_pipeline(pipeline: bool, batch_size: object) -> None:
     batch size."""
     if pipeline and not isinstance(batch_size, int):
         raise ConfigError(
-            f"needs a fixed batch size (got batch_size={batch_size!r}): the next batch is drawn "
-            "before this one's time is known",
+            f"needs a fixed batch size (got {parameter('batch_size', batch_size)}): the next "
+            "batch is drawn before this one's time is known",
             setting="pipeline",
         )

@@ -9,7 +9,7 @@ import random
 import time
 from dataclasses import dataclass
 
-from combee.errors import CombeeError, EndpointError
+from combee.errors import CombeeError, EndpointError, parameter
 from combee.llm.accounting import Accounting
 from combee.llm.call_gate import CallGate
 from combee.llm.guards import FailureStreak
@@ -65,7 +65,8 @@ class Attempts:
                 )
                 raise EndpointError(
                     f"cannot reach the LLM endpoint at {self.shown_url or self.backend.model}: "
-                    f"{failure.detail}. Check base_url and that the server is running.",
+                    f"{failure.detail}. Check {parameter('base_url')} and that the server is "
+                    "running.",
                     setting="base_url",
                 )
             if not failure.transient or attempts > self.max_retries:

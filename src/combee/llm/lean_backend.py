@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from combee.errors import ConfigError
+from combee.errors import ConfigError, parameter
 from combee.llm.guards import oversized_body, reply_byte_limit
 from combee.llm.openai_backend import base_url_of, is_loopback
 from combee.llm.redact import basic_auth, without_credentials
@@ -69,7 +69,7 @@ class LeanBackend:
                 raise ConfigError(
                     f"the environment variable {self.api_key_env} is not set, but {url} needs "
                     f"an API key: export {self.api_key_env}=... or name another variable with "
-                    "api_key_env"
+                    + parameter("api_key_env")
                 )
             key = "no-key-needed"
         self.base_url = url

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import openai
 
-from combee.errors import ConfigError
+from combee.errors import ConfigError, parameter
 from combee.llm.guards import oversized_body, reply_byte_limit
 from combee.llm.redact import basic_auth, without_credentials
 from combee.llm.response_format import ResponseFormats
@@ -64,7 +64,7 @@ class OpenAIBackend:
                 raise ConfigError(
                     f"the environment variable {self.api_key_env} is not set, but {where} needs "
                     f"an API key: export {self.api_key_env}=... or name another variable with "
-                    "api_key_env"
+                    + parameter("api_key_env")
                 )
             key = _LOCAL_PLACEHOLDER_KEY
         library = _http_library()

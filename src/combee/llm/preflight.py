@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from combee.errors import EndpointError, LLMCallError
+from combee.errors import EndpointError, LLMCallError, parameter
 from combee.llm.types import DEFAULT_MAX_TOKENS, Completion, JsonMode, JsonSchema, Message, Request
 
 _PREFLIGHT_ROLE = "preflight"
@@ -82,7 +82,8 @@ async def _preflight_json_schema(llm: Probed) -> None:
         raise EndpointError(
             f"the LLM endpoint at {llm.shown_endpoint} refused a structured-output "
             f"call ({error}). If the server lacks response_format type json_schema, set "
-            "json_mode='json_object_schema' (llama.cpp server) or json_mode='json_object'",
+            f"{parameter('json_mode', 'json_object_schema')} (llama.cpp server) or "
+            + parameter("json_mode", "json_object"),
             setting="json_mode",
         ) from None
     if problem is not None:

@@ -19,7 +19,7 @@ import aiohttp
 import openai
 import pydantic
 
-from combee.errors import CombeeError, EndpointError, LLMCallError
+from combee.errors import CombeeError, EndpointError, LLMCallError, parameter
 
 TRANSIENT_KINDS = frozenset({"429", "5xx", "timeout", "connection", "bad_body"})
 
@@ -196,8 +196,9 @@ def failure_error(
         )
     if failure.status == 404:
         return EndpointError(
-            f"the endpoint {url or ''} answered 404 for model '{model}': check model, and that "
-            "base_url ends where the server's /chat/completions lives (usually .../v1)",
+            f"the endpoint {url or ''} answered 404 for model '{model}': check "
+            f"{parameter('model')}, and that {parameter('base_url')} ends where the server's "
+            "/chat/completions lives (usually .../v1)",
             setting="model",
         )
     status = f", HTTP {failure.status}" if failure.status is not None else ""

@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeVar
 from combee.api import train_async
 from combee.core.loop_observer import LoopObserver
 from combee.engine.resolve import LLMArg
-from combee.errors import CombeeError, ConfigError
+from combee.errors import OVERWRITE, CombeeError, ConfigError
 from combee.llm.connect import Endpoint
 from combee.llm.types import ChatModel
 from combee.report.build import ReportFiles, write_report
@@ -276,7 +276,7 @@ def _refuse_other_settings(
     listed = " | ".join(f"{', '.join(names)}: {differ}" for differ, names in found.items())
     raise ConfigError(
         f"({root}) holds cells finished with other settings than this grid's ({listed}): "
-        "pass overwrite=True to train every cell again with these settings, or choose another "
+        f"pass {OVERWRITE} to train every cell again with these settings, or choose another "
         "out",
         setting="out",
     )

@@ -11,7 +11,7 @@ from typing import Any
 
 from combee.core.executor import SampleFailure
 from combee.core.loop_state import LoopState
-from combee.errors import ConfigError
+from combee.errors import OVERWRITE, ConfigError
 from combee.llm.types import RoleUsage
 from combee.runs.layout import (
     CHECKPOINT_FILE,
@@ -85,7 +85,7 @@ def read_checkpoint(path: Path, load: Callable[[Any], Any], samples: int) -> Loo
         )
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise ConfigError(
-            f"{path} cannot be resumed from ({error}); pass overwrite=True to start the run afresh",
+            f"{path} cannot be resumed from ({error}); pass {OVERWRITE} to start the run afresh",
             setting="run_dir",
         ) from None
 
@@ -153,7 +153,7 @@ def resume_point(
         saved = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise ConfigError(
-            f"{folder / 'config.json'} cannot be read ({error}); pass overwrite=True to start "
+            f"{folder / 'config.json'} cannot be read ({error}); pass {OVERWRITE} to start "
             "the run afresh",
             setting="run_dir",
         ) from None
@@ -161,7 +161,7 @@ def resume_point(
     if differences:
         raise ConfigError(
             f"{folder} holds an unfinished run with other settings ({'; '.join(differences)}); "
-            "rerun it with its settings to continue it, pass overwrite=True to start afresh, "
+            f"rerun it with its settings to continue it, pass {OVERWRITE} to start afresh, "
             "or choose another folder",
             setting="run_dir",
         )

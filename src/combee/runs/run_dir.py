@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from combee.errors import ConfigError
+from combee.errors import OVERWRITE, ConfigError
 from combee.runs.layout import (
     CACHE_FILES,
     CONTEXTS_DIR,
@@ -73,7 +73,7 @@ def check_run_dir(path: str | os.PathLike[str], *, overwrite: bool = False) -> N
         if RESULTS_FILE in entries and not overwrite:
             raise ConfigError(
                 f"{folder} already holds a finished run ({RESULTS_FILE}); "
-                "choose another directory or pass overwrite=True",
+                f"choose another directory or pass {OVERWRITE}",
                 setting="run_dir",
             )
         return
@@ -85,8 +85,7 @@ def check_run_dir(path: str | os.PathLike[str], *, overwrite: bool = False) -> N
         shown = ", ".join((clashing or foreign)[:4]) + (" ..." if len(foreign) > 4 else "")
         raise ConfigError(
             f"{folder} holds files that no Combee run wrote ({shown}); give a new or empty "
-            "folder"
-            + ("" if clashing else ", or pass overwrite=True to write the run beside them"),
+            "folder" + ("" if clashing else f", or pass {OVERWRITE} to write the run beside them"),
             setting="run_dir",
         )
 

@@ -6,7 +6,7 @@ AgentDojo's attacks), and any task registered from Python (``TASKS.register``) o
 
 from __future__ import annotations
 
-from combee.errors import ConfigError
+from combee.errors import ConfigError, Placeholder, parameter
 from combee.plugins import Registry
 from combee.tasks.agentdojo import agentdojo_task, parse_task_name
 from combee.tasks.base import Task
@@ -43,7 +43,8 @@ def _finer(*, data: str | None = None, seed: int = 0) -> Task:
 def _jsonl(*, data: str | None = None, scorer: str = "exact", seed: int = 0) -> Task:
     if not data:
         raise ConfigError(
-            "task 'jsonl' needs a data file: pass data=PATH or name the task 'jsonl:PATH'"
+            f"task 'jsonl' needs a data file: pass {parameter('data', Placeholder('PATH'))} or "
+            "name the task 'jsonl:PATH'"
         )
     return JsonlTask(data, scorer=scorer, seed=seed)
 

@@ -11,7 +11,7 @@ from typing import Any
 from combee.core.call_counts import MethodCalls
 from combee.core.capacity import CallCapacity
 from combee.core.types import Reflection, Trajectory
-from combee.errors import ConfigError, LLMCallError
+from combee.errors import ConfigError, LLMCallError, parameter
 from combee.llm.provenance import SharedText
 from combee.llm.types import (
     DEFAULT_MAX_TOKENS,
@@ -77,7 +77,8 @@ class AceMethod:
         if budget is not None and budget <= floor:
             raise ConfigError(
                 f"is {budget}, but the empty playbook alone uses about {floor} tokens; "
-                "set it well above that (e.g. 8000), or to None for no limit",
+                f"set it well above that (e.g. 8000), or {parameter('token_budget', None)} for "
+                "no limit",
                 setting="token_budget",
             )
         if max_tokens < 1:

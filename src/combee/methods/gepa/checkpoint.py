@@ -22,7 +22,7 @@ from typing import Any
 
 from combee.core.loop_observer import LoopObserver
 from combee.core.loop_state import LoopState, part_states, rng_state
-from combee.errors import ConfigError
+from combee.errors import OVERWRITE, ConfigError
 
 GEPA_STATE_FILE = "gepa_state.bin"
 """Where gepa saves and looks for its state inside its run folder."""
@@ -119,14 +119,14 @@ def restore_gepa_state(state_dir: Path, parts: Mapping[str, Any]) -> None:
     if not isinstance(name, str) or not _SNAPSHOT.fullmatch(name):
         raise ConfigError(
             f"{state_dir.parent / 'checkpoint.json'} names no gepa state to continue from; "
-            "pass overwrite=True to start the run afresh",
+            f"pass {OVERWRITE} to start the run afresh",
             setting="run_dir",
         )
     snapshot = state_dir / name
     if not snapshot.is_file() or _digest(snapshot) != info.get("sha256"):
         raise ConfigError(
             f"{snapshot} is missing or is not the gepa state this run saved (its SHA-256 differs "
-            "from the one in checkpoint.json), so it is not loaded; pass overwrite=True to start "
+            f"from the one in checkpoint.json), so it is not loaded; pass {OVERWRITE} to start "
             "the run afresh",
             setting="run_dir",
         )
