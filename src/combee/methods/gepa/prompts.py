@@ -55,31 +55,21 @@ def generator_messages(system_prompt: str, sample: Sample) -> list[Message]:
 def proposal_messages(
     component: str, current: str, records: Sequence[Mapping[str, Any]]
 ) -> list[Message]:
-    examples = "\n\n".join(
-        f"### Example {number}\n{render_value(record)}"
-        for number, record in enumerate(records, start=1)
+    return _examples_messages(
+        PROPOSAL_SYSTEM, component, current, records, request="Write the revised instruction."
     )
-    user = (
-        f"Component: {component}\n\n"
-        f"<current_instruction>\n{current}\n</current_instruction>\n\n"
-        f"<examples>\n{examples}\n</examples>\n\n"
-        "Write the revised instruction."
-    )
-    return [{"role": "system", "content": PROPOSAL_SYSTEM}, {"role": "user", "content": user}]
 
 
 def merge_messages(component: str, current: str, proposals: Sequence[str]) -> list[Message]:
-    revisions = "\n\n".join(
-        f"### Revision {number}\n<instruction>\n{text}\n</instruction>"
-        for number, text in enumerate(proposals, start=1)
+    return _messages(
+        MERGE_SYSTEM,
+        component,
+        current,
+        tag="revisions",
+        heading="Revision",
+        items=[f"<instruction>\n{text}\n</instruction>" for text in proposals],
+        request="Write the single merged instruction.",
     )
-    user = (
-        f"Component: {component}\n\n"
-        f"<current_instruction>\n{current}\n</current_instruction>\n\n"
-        f"<revisions>\n{revisions}\n</revisions>\n\n"
-        "Write the single merged instruction."
-    )
-    return [{"role": "system", "content": MERGE_SYSTEM}, {"role": "user", "content": user}]
 
 
 SUMMARIZE_SYSTEM = (
@@ -97,14 +87,49 @@ def summarize_messages(
     component: str, current: str, records: Sequence[Mapping[str, Any]]
 ) -> list[Message]:
     """The condensing call over ``records`` (attempts or earlier summaries)."""
-    examples = "\n\n".join(
-        f"### Example {number}\n{render_value(record)}"
-        for number, record in enumerate(records, start=1)
+    return _examples_messages(
+        SUMMARIZE_SYSTEM, component, current, records, request="Write the condensed feedback."
+    )
+
+
+def _examples_messages(
+    system: str,
+    component: str,
+    current: str,
+    records: Sequence[Mapping[str, Any]],
+    *,
+    request: str,
+) -> list[Message]:
+    return _messages(
+        system,
+        component,
+        current,
+        tag="examples",
+        heading="Example",
+        items=[render_value(record) for record in records],
+        request=request,
+    )
+
+
+def _messages(
+    system: str,
+    component: str,
+    current: str,
+    *,
+    tag: str,
+    heading: str,
+    items: Sequence[str],
+    request: str,
+) -> list[Message]:
+    """``system``, and a user message: the component, its current instruction, ``items``
+    numbered under ``heading`` inside ``<tag>``, and ``request``."""
+    listed = "\n\n".join(
+        f"### {heading} {number}\n{item}" for number, item in enumerate(items, start=1)
     )
     user = (
         f"Component: {component}\n\n"
         f"<current_instruction>\n{current}\n</current_instruction>\n\n"
-        f"<examples>\n{examples}\n</examples>\n\n"
-        "Write the condensed feedback."
+        f"<{tag}>\n{listed}\n</{tag}>\n\n"
+        f"{request}"
     )
-    return [{"role": "system", "content": SUMMARIZE_SYSTEM}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
