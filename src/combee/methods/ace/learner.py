@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from combee.core.episodes import BASELINE_TEST_EPISODES_FILE, TEST_EPISODES_FILE
 from combee.core.learner import LoopLearner
@@ -12,7 +12,7 @@ from combee.errors import ConfigError
 from combee.llm.provenance import shared_text
 from combee.llm.types import DEFAULT_MAX_TOKENS, ChatModel
 from combee.methods.ace.agent import AgentAceMethod
-from combee.methods.ace.dedup import default_near_duplicates
+from combee.methods.ace.dedup import NearDuplicates, default_near_duplicates
 from combee.methods.ace.method import AceMethod
 from combee.methods.ace.playbook import Playbook
 from combee.methods.ace.settings import AceSettings
@@ -108,14 +108,31 @@ def _parse(text: str) -> Playbook:
         raise ConfigError(f"is not a valid playbook: {error}", setting="initial_context") from None
 
 
+class _MethodOptions(TypedDict):
+    ace: AceSettings
+    temperature: float
+    max_tokens: int
+    near_duplicates: NearDuplicates | None
+
+
+def _method_options(ace: AceSettings, temperature: float, max_tokens: int) -> _MethodOptions:
+    """What every ACE method takes from the settings its factory shares with the others."""
+    return {
+        "ace": ace,
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+        "near_duplicates": default_near_duplicates(ace.dedup),
+    }
+
+
 def ace_learner(
     llm: ChatModel,
     score: Callable[[str, Sample], Score],
     *,
+    task_samples: Sequence[Sample] = (),
     ace: AceSettings = AceSettings(),
     temperature: float = 0.0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
-    task_samples: Sequence[Sample] = (),
 ) -> AceLearner:
     """The registered ``ace`` method, with ACE's settings ``ace`` (:class:`AceSettings`:
     ``token_budget``, ``dedup``, ``screen``, ...). With ``ace.screen`` and ``task_samples``
@@ -129,46 +146,32 @@ def ace_learner(
         if ace.screen and task_samples
         else None
     )
-    return AceLearner(
-        AceMethod(
-            llm,
-            score,
-            ace=ace,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            near_duplicates=default_near_duplicates(ace.dedup),
-            shared=shared,
-        )
-    )
+    method = AceMethod(llm, score, shared=shared, **_method_options(ace, temperature, max_tokens))
+    return AceLearner(method)
 
 
 def ace_traces_learner(
     llm: ChatModel,
     score: Callable[[str, Sample], Score],
     *,
-    ace: AceSettings = AceSettings(),
-    temperature: float = 0.0,
-    max_tokens: int = DEFAULT_MAX_TOKENS,
     traces: Sequence[Trace] = (),
     contrast: bool = False,
     transcript_tokens: int = TRANSCRIPT_TOKENS,
+    ace: AceSettings = AceSettings(),
+    temperature: float = 0.0,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
 ) -> AceLearner:
     """The registered ``ace-traces`` method: ACE reflecting on recorded trajectories (the
     samples of a :class:`combee.tasks.traces.TraceTask`); ``score`` is not used, the record's
     outcome is."""
-    return AceLearner(
-        TraceAceMethod(
-            llm,
-            traces=traces,
-            contrast=contrast,
-            transcript_tokens=transcript_tokens,
-            ace=ace,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            near_duplicates=default_near_duplicates(ace.dedup),
-        ),
-        name="ace-traces",
+    method = TraceAceMethod(
+        llm,
+        traces=traces,
+        contrast=contrast,
+        transcript_tokens=transcript_tokens,
+        **_method_options(ace, temperature, max_tokens),
     )
+    return AceLearner(method, name="ace-traces")
 
 
 def ace_agent_learner(
@@ -178,27 +181,22 @@ def ace_agent_learner(
     agent: Agent,
     playbook_text: Callable[[str], str] = playbook_section,
     max_threads: int = MAX_THREADS,
+    transcript_tokens: int = TRANSCRIPT_TOKENS,
+    run_dir: Path | None = None,
     ace: AceSettings = AceSettings(),
     temperature: float = 0.0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
-    transcript_tokens: int = TRANSCRIPT_TOKENS,
-    run_dir: Path | None = None,
 ) -> AceLearner:
     """The registered ``ace-agent`` method: ACE on live episodes of ``agent`` (the samples of a
     :class:`combee.tasks.agent.AgentTask`); with ``run_dir``, the training episodes are kept in
     ``episodes.jsonl`` there."""
-    return AceLearner(
-        AgentAceMethod(
-            llm,
-            agent=agent,
-            playbook_text=playbook_text,
-            episodes_file=None if run_dir is None else Path(run_dir) / EPISODES_FILE,
-            max_threads=max_threads,
-            transcript_tokens=transcript_tokens,
-            ace=ace,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            near_duplicates=default_near_duplicates(ace.dedup),
-        ),
-        name="ace-agent",
+    method = AgentAceMethod(
+        llm,
+        agent=agent,
+        playbook_text=playbook_text,
+        episodes_file=None if run_dir is None else Path(run_dir) / EPISODES_FILE,
+        max_threads=max_threads,
+        transcript_tokens=transcript_tokens,
+        **_method_options(ace, temperature, max_tokens),
     )
+    return AceLearner(method, name="ace-agent")
