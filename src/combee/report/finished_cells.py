@@ -17,11 +17,15 @@ from typing import Any
 
 from combee.core.types import Named
 from combee.engine.guards import absolute_spec
+from combee.errors import parameter
 from combee.llm.connect import Endpoint
 from combee.llm.redact import without_credentials
 from combee.settings import NAMES, run_settings
 from combee.tasks.base import Task
 
+_FLAGGED = ("method", "initial_context")
+"""Recorded keys beside the run settings that are parameters of a run (the task is recorded
+as ``task_spec``, the endpoint as ``endpoint.model``: not parameter names)."""
 _PER_CELL = ("seed",)
 """Run settings a grid sets per cell (the strategy and batch size are not run settings)."""
 
@@ -64,7 +68,8 @@ def differences(config: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[st
             continue
         now = _plain(value)
         if there != now and not _same_method(key, there, now):
-            found.append(f"{key} {json.dumps(there)} there, {json.dumps(now)} now")
+            named = parameter(key) if key in NAMES or key in _FLAGGED else key
+            found.append(f"{named} {json.dumps(there)} there, {json.dumps(now)} now")
     return found
 
 
