@@ -397,6 +397,16 @@ def test_remote_endpoint_without_key_is_a_config_error(monkeypatch: pytest.Monke
 
 
 @pytest.mark.parametrize("client", ["openai", "lean"])
+def test_an_openai_base_url_that_is_not_http_is_refused_by_both_clients(
+    monkeypatch: pytest.MonkeyPatch, client: str
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "ftp://127.0.0.1/v1")
+    with pytest.raises(ConfigError, match=r"'ftp://127\.0\.0\.1/v1' is not an http") as caught:
+        connect("sim", client=client)
+    assert caught.value.setting == "base_url"
+
+
+@pytest.mark.parametrize("client", ["openai", "lean"])
 async def test_a_loopback_openai_base_url_needs_no_key_as_base_url_does(
     serve: Serve, no_key: None, monkeypatch: pytest.MonkeyPatch, client: str
 ) -> None:

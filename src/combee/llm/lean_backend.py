@@ -10,7 +10,6 @@ Proxies are read from the environment (``HTTPS_PROXY``, ``NO_PROXY``, ...) once,
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 import urllib.request
 from collections.abc import Mapping
@@ -18,26 +17,16 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from combee.errors import ConfigError, parameter
 from combee.llm.guards import oversized_body, reply_byte_limit
-from combee.llm.openai_backend import base_url_of, is_loopback
-from combee.llm.redact import basic_auth, without_credentials
-from combee.llm.response_format import ResponseFormats
+from combee.llm.http_backend import HttpBackend
 from combee.llm.retry import BackendFailure, retry_after_seconds
-from combee.llm.types import (
-    DEFAULT_JSON_MODE,
-    DEFAULT_KEY_ENV,
-    Completion,
-    JsonMode,
-    ModelLimits,
-    Request,
-)
+from combee.llm.types import DEFAULT_JSON_MODE, Completion, JsonMode, Request
 from combee.llm.wire import chat_body, completion_from_body, dumps, error_message
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-class LeanBackend:
+class LeanBackend(HttpBackend):
     """One attempt per call over one ``aiohttp`` session (keep-alive connections, made on the
     first call in the running event loop)."""
 
@@ -51,27 +40,8 @@ class LeanBackend:
         max_connections: int = 1024,
         context_window: int | None = None,
     ) -> None:
-        self.model = model
-        self.context_window = context_window
-        """Tokens the served model reads and writes per call, as the user declared it."""
-        self.api_key_env = api_key_env or DEFAULT_KEY_ENV
-        self.json_mode: JsonMode = json_mode
-        plain, authorization = basic_auth(base_url_of(base_url))
-        url = (plain or DEFAULT_BASE_URL).rstrip("/")
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ConfigError(
-                f"{without_credentials(url)!r} is not an http(s) URL", setting="base_url"
-            )
-        key = os.environ.get(self.api_key_env)
-        if not key:
-            if authorization is None and not is_loopback(url):
-                raise ConfigError(
-                    f"the environment variable {self.api_key_env} is not set, but {url} needs "
-                    f"an API key: export {self.api_key_env}=... or name another variable with "
-                    + parameter("api_key_env")
-                )
-            key = "no-key-needed"
+        super().__init__(model, base_url, api_key_env, json_mode, context_window)
+        url = self._access.url or DEFAULT_BASE_URL
         self.base_url = url
         self._url = f"{url}/chat/completions"
         self._headers = {
@@ -79,17 +49,13 @@ class LeanBackend:
             "Accept": "application/json",
             "User-Agent": "combee",
             # Credentials in the URL are sent as HTTP Basic authentication, in place of the key.
-            "Authorization": authorization or f"Bearer {key}",
+            "Authorization": self._access.authorization or f"Bearer {self._access.key}",
         }
         self._max_connections = max_connections
         # Read once: aiohttp's trust_env would read the proxy settings (and ~/.netrc) again on
         # every request, about 1 ms of CPU per call.
         self._proxy = env_proxy(url)
         self._session: aiohttp.ClientSession | None = None
-        self._formats = ResponseFormats(json_mode)
-
-    def __repr__(self) -> str:
-        return f"LeanBackend(model={self.model!r}, base_url={without_credentials(self.base_url)!r})"
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -101,9 +67,6 @@ class LeanBackend:
                 auto_decompress=True,
             )
         return self._session
-
-    def limits(self) -> ModelLimits:
-        return ModelLimits(context_window=self.context_window)
 
     async def complete(self, request: Request) -> Completion:
         body = chat_body(request, self.model, self._formats)

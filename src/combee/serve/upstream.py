@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import aiohttp
 
 from combee.errors import ConfigError
+from combee.llm.http_backend import is_loopback
 from combee.llm.lean_backend import env_proxy
-from combee.llm.openai_backend import is_loopback
 from combee.llm.redact import basic_auth, without_credentials
 from combee.llm.types import DEFAULT_KEY_ENV
 
