@@ -36,6 +36,8 @@ class Bounds:
     """On the command line, 0 stands for None (a flag cannot be given None)."""
     choices: tuple[str, ...] = ()
     """The names a text setting may take (empty: any text)."""
+    above: float | None = None
+    """A number the value must exceed (``0.0``: a positive number)."""
 
 
 def setting(
@@ -47,6 +49,7 @@ def setting(
     none: str = "",
     cli_zero_is_none: bool = False,
     choices: tuple[str, ...] = (),
+    above: float | None = None,
     flag: str | None = "",
     envvar: str | None = None,
 ) -> Any:
@@ -54,7 +57,12 @@ def setting(
     its command-line option's name when that differs from the setting's (``None``: it has no
     flag of its own); ``envvar`` the environment variable the option falls back to."""
     bounds = Bounds(
-        least=least, most=most, none=none, cli_zero_is_none=cli_zero_is_none, choices=choices
+        least=least,
+        most=most,
+        none=none,
+        cli_zero_is_none=cli_zero_is_none,
+        choices=choices,
+        above=above,
     )
     shown = {"help": help, "bounds": bounds, "flag": flag, "envvar": envvar}
     return dataclasses.field(default=default, metadata=shown)
@@ -225,6 +233,9 @@ def checked(item: Declared, value: Any) -> Any:
     if least is not None and value < least:
         kind = "a whole number of at least" if base is int else "at least"
         raise ConfigError(f"must be {kind} {show(least)} (got {value!r})", setting=item.name)
+    above = item.bounds.above
+    if above is not None and value <= above:
+        raise ConfigError(f"must be more than {show(above)} (got {value!r})", setting=item.name)
     if most is not None and value > most:
         raise ConfigError(f"must be at most {show(most)} (got {value!r})", setting=item.name)
     return value
@@ -232,13 +243,16 @@ def checked(item: Declared, value: Any) -> Any:
 
 def _range(item: Declared, kind: str = " a number") -> str:
     """`` of at least 1`` after a kind of value (`` a whole number``), `` at least 1`` alone."""
-    least, most = item.bounds.least, item.bounds.most
+    least, most, above = item.bounds.least, item.bounds.most, item.bounds.above
     show = (lambda x: str(int(x))) if item.base is int else str
     of = " of" if kind else ""
     if least is not None and most is not None:
         text = f" from {show(least)} to {show(most)}"
     elif least is not None:
         text = f"{of} at least {show(least)}"
+    elif above is not None:
+        text = f"{of} more than {show(above)}"
+        text += "" if most is None else f" and at most {show(most)}"
     elif most is not None:
         text = f"{of} at most {show(most)}"
     else:

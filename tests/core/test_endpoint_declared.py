@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from typing import Any
 
+import pytest
+
+from combee.errors import ConfigError
 from combee.llm.connect import ENDPOINT_SETTINGS, Endpoint, connect
 
 
@@ -17,3 +21,18 @@ def test_connect_takes_the_endpoint_fields_in_order() -> None:
     assert [p.name for p in parameters] == [f.name for f in fields]
     assert [p.default for p in parameters] == [f.default for f in fields]
     assert [item.name for item in ENDPOINT_SETTINGS] == [f.name for f in fields]
+
+
+@pytest.mark.parametrize("timeout_s", [0, 0.0, -5.0, float("nan"), float("inf"), "30"])
+def test_a_timeout_that_is_not_a_positive_number_is_refused_naming_it(timeout_s: Any) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Endpoint(timeout_s=timeout_s)
+    assert caught.value.setting == "timeout_s"
+    assert str(caught.value).startswith("timeout_s must be ")
+    assert "more than 0" in str(caught.value)
+
+
+def test_the_timeout_bound_is_declared() -> None:
+    (item,) = [item for item in ENDPOINT_SETTINGS if item.name == "timeout_s"]
+    assert item.bounds.above == 0.0
+    assert Endpoint(timeout_s=0.001).timeout_s == 0.001
