@@ -6,12 +6,13 @@ from __future__ import annotations
 import ipaddress
 import os
 from dataclasses import dataclass, field
+from typing import Required, TypedDict
 from urllib.parse import urlsplit
 
 from combee.errors import ConfigError, parameter
 from combee.llm.redact import basic_auth, without_credentials
 from combee.llm.response_format import ResponseFormats
-from combee.llm.types import DEFAULT_KEY_ENV, JsonMode, ModelLimits
+from combee.llm.types import DEFAULT_JSON_MODE, DEFAULT_KEY_ENV, JsonMode, ModelLimits
 
 BASE_URL_ENV = "OPENAI_BASE_URL"
 """Where the OpenAI SDK sends calls when no base URL is given; honoured the same way here."""
@@ -59,6 +60,16 @@ class HttpAccess:
         return cls(url, authorization, key)
 
 
+class HttpKeywords(TypedDict, total=False):
+    """The keywords both HTTP backends take, as :class:`HttpBackend` does."""
+
+    model: Required[str]
+    base_url: str | None
+    api_key_env: str | None
+    json_mode: JsonMode
+    context_window: int | None
+
+
 class HttpBackend:
     """The part of an HTTP backend's set-up both backends share; each sets ``base_url`` (where
     its calls go) itself."""
@@ -67,11 +78,12 @@ class HttpBackend:
 
     def __init__(
         self,
+        *,
         model: str,
-        base_url: str | None,
-        api_key_env: str | None,
-        json_mode: JsonMode,
-        context_window: int | None,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        json_mode: JsonMode = DEFAULT_JSON_MODE,
+        context_window: int | None = None,
     ) -> None:
         self.model = model
         self.context_window = context_window

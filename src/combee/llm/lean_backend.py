@@ -13,14 +13,15 @@ import asyncio
 import time
 import urllib.request
 from collections.abc import Mapping
+from typing import Unpack
 from urllib.parse import urlsplit
 
 import aiohttp
 
 from combee.llm.guards import oversized_body, reply_byte_limit
-from combee.llm.http_backend import HttpBackend
+from combee.llm.http_backend import HttpBackend, HttpKeywords
 from combee.llm.retry import BackendFailure, retry_after_seconds
-from combee.llm.types import DEFAULT_JSON_MODE, Completion, JsonMode, Request
+from combee.llm.types import Completion, Request
 from combee.llm.wire import chat_body, completion_from_body, dumps, error_message
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -30,17 +31,8 @@ class LeanBackend(HttpBackend):
     """One attempt per call over one ``aiohttp`` session (keep-alive connections, made on the
     first call in the running event loop)."""
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        json_mode: JsonMode = DEFAULT_JSON_MODE,
-        max_connections: int = 1024,
-        context_window: int | None = None,
-    ) -> None:
-        super().__init__(model, base_url, api_key_env, json_mode, context_window)
+    def __init__(self, *, max_connections: int = 1024, **common: Unpack[HttpKeywords]) -> None:
+        super().__init__(**common)
         url = self._access.url or DEFAULT_BASE_URL
         self.base_url = url
         self._url = f"{url}/chat/completions"

@@ -5,14 +5,14 @@ from __future__ import annotations
 import importlib
 import time
 from types import ModuleType
-from typing import Any
+from typing import Any, Unpack
 
 import openai
 
 from combee.llm.guards import oversized_body, reply_byte_limit
-from combee.llm.http_backend import HttpBackend
+from combee.llm.http_backend import HttpBackend, HttpKeywords
 from combee.llm.retry import BackendFailure
-from combee.llm.types import DEFAULT_JSON_MODE, Completion, JsonMode, Request
+from combee.llm.types import Completion, Request
 from combee.llm.wire import chat_body, completion_from_body
 
 
@@ -26,15 +26,11 @@ class OpenAIBackend(HttpBackend):
     def __init__(
         self,
         *,
-        model: str,
-        base_url: str | None = None,
-        api_key_env: str | None = None,
-        json_mode: JsonMode = DEFAULT_JSON_MODE,
         timeout_s: float = 120.0,
         max_connections: int = 1024,
-        context_window: int | None = None,
+        **common: Unpack[HttpKeywords],
     ) -> None:
-        super().__init__(model, base_url, api_key_env, json_mode, context_window)
+        super().__init__(**common)
         authorization = self._access.authorization
         library = _http_library()
         pool = library.Limits(
