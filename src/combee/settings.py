@@ -56,18 +56,24 @@ LEARN_SETTINGS: tuple[Declared, ...] = tuple(declared(LearnSettings))
 
 
 def owner_label(item: Declared) -> str:
-    labels = {"": "every run", "auto": "batch size auto", "learn": "combee learn"}
+    labels = {
+        "": "every run",
+        "auto": "batch size auto",
+        "learn": "combee learn",
+        "endpoint": "the endpoint",
+    }
     return labels.get(item.owner, item.owner)
 
 
 def settings_table(items: Sequence[Declared] = SETTINGS) -> str:
-    """The settings ``items`` as a Markdown table (``docs/settings.md`` holds those of a run
-    and those of learning from traces)."""
+    """The settings ``items`` as a Markdown table (``docs/settings.md`` holds those of a run,
+    of learning from traces and of the endpoint)."""
     rows = ["| setting | flag | default | takes | applies to |", "|---|---|---|---|---|"]
     for item in items:
         flag = item.option_flag or "(none)"
         default = "`None`" if item.default is None else f"`{item.default!r}`"
         if item.default is None and item.bounds.none:
             default += f" ({item.bounds.none})"
-        rows.append(f"| `{item.name}` | `{flag}` | {default} | {item.help} | {owner_label(item)} |")
+        takes = item.help.replace("|", "\\|")  # a bar in the help is text, not a column
+        rows.append(f"| `{item.name}` | `{flag}` | {default} | {takes} | {owner_label(item)} |")
     return "\n".join(rows)

@@ -18,6 +18,7 @@ import pytest
 import combee
 from combee.errors import ConfigError
 from combee.llm import connect
+from combee.llm.connect import ENDPOINT_SETTINGS
 from combee.settings import SETTINGS, run_settings, settings_table
 from combee.sim import serve_in_thread
 from combee.sim.ace_script import ace_responder
@@ -89,7 +90,7 @@ CHECKS = """
     from combee.cli.main import app
     from combee.engine.resume import saved_endpoint
     from combee.methods.registry import METHODS
-    from combee.settings import settings_table
+    from combee.settings import LEARN_SETTINGS, settings_table
     from combee.strategies.registry import STRATEGIES
 
     endpoints = importlib.import_module("combee.llm.connect")  # the module, not connect()
@@ -142,7 +143,9 @@ CHECKS = """
     for command in ("train", "learn", "compare"):
         text = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"}).output
         print(f"{command.upper()}-HELP:", [l.strip() for l in text.splitlines() if flag in l])
-    print("TABLE:", [row for row in settings_table().splitlines() if f"`{name}`" in row])
+    tables = [settings_table(), settings_table(LEARN_SETTINGS),
+              settings_table(endpoints.ENDPOINT_SETTINGS)]  # the docs' three tables
+    print("TABLE:", [row for t in tables for row in t.splitlines() if f"`{name}`" in row])
 
     # combee compare: a flag of its own name, which reaches every cell's config.json
     grid = ["compare", "--task", "formula", "--model", "sim", "--base-url", base_url,
@@ -227,16 +230,15 @@ def test_a_setting_added_in_one_declaration_is_found_everywhere(
     if of_endpoint:
         # By design: an endpoint's settings other than its model, address, JSON mode and
         # redaction may change between attempts (see combee.runs.checkpoint), and `combee
-        # resume` reconnects with the ones recorded; the docs' table is of run settings.
+        # resume` reconnects with the ones recorded.
         assert lines["RESUME"] == "continued"
         assert lines["SAVED-ENDPOINT"] == first
-        assert lines["TABLE"] == "[]"
     else:
         second = json.dumps(added.values[1])
         assert f"{added.name}: {first} there, {second} here" in lines["RESUME"]
         assert lines["SAVED-ENDPOINT"] == "absent"
-        row = f"| `{added.name}` | `--{added.name.replace('_', '-')}` | `{default}` | {added.help}"
-        assert row in lines["TABLE"]
+    row = f"| `{added.name}` | `--{added.name.replace('_', '-')}` | `{default}` | {added.help}"
+    assert row in lines["TABLE"] and lines["TABLE"].count(f"`{added.name}`") == 1
 
 
 def test_an_unknown_setting_is_refused_by_name() -> None:
@@ -248,7 +250,8 @@ def test_an_unknown_setting_is_refused_by_name() -> None:
 def test_the_docs_table_is_the_declarations() -> None:
     docs = (ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
     assert settings_table() in docs
-    assert len(SETTINGS) >= 20
+    assert settings_table(ENDPOINT_SETTINGS) in docs
+    assert len(SETTINGS) >= 20 and len(ENDPOINT_SETTINGS) >= 10
 
 
 @pytest.mark.parametrize(
