@@ -73,7 +73,7 @@ def test_a_killed_run_continues_and_ends_as_an_uninterrupted_one(
     other = run_combee(*train_args(server, killed, seed=1))
     message = " ".join(other.stderr.split())
     assert other.returncode == 1 and "holds an unfinished run with other settings" in message
-    assert "seed: 0 there, 1 here" in message and "Traceback" not in message
+    assert "--seed: 0 there, 1 here" in message and "Traceback" not in message
     assert iterations(killed) == done  # the refusal touched nothing
 
     resumed = run_combee(*train_args(server, killed))

@@ -56,7 +56,7 @@ def test_a_killed_gepa_run_continues_and_ends_as_an_uninterrupted_one(
 
     other = run_combee(*gepa_args(server, data, killed, seed=1))
     message = " ".join(other.stderr.split())
-    assert other.returncode == 1 and "seed: 0 there, 1 here" in message
+    assert other.returncode == 1 and "--seed: 0 there, 1 here" in message
     args = gepa_args(server, data, killed)
     task = args.index("jsonl")
     other_task = run_combee(*args[:task], "formula", *args[task + 3 :])  # without --data

@@ -19,7 +19,14 @@ from combee.engine.prepare import Prepared
 from combee.engine.resolve import changed_by_user, learner_of, method_options_of, widen_for
 from combee.llm.client import LLM
 from combee.runs import RunDir, keep_iterations_up_to, resume_point, saved_run_id, saved_usage
+from combee.settings import LEARN_SETTINGS, NAMES
 from combee.tasks.base import Task
+
+RESUME_PARAMETERS = frozenset(
+    {*NAMES, *(item.name for item in LEARN_SETTINGS), "batch_size", "method", "strategy"}
+)
+"""The keys of ``config.json`` that are parameters of a run: a resume refused for a
+difference names each as the parameter it is (on the command line, its flag)."""
 
 
 def learner_for(
@@ -95,7 +102,9 @@ def resume_of(
     (a ConfigError naming each difference when that run had other settings)."""
     if run_dir is None or overwrite or not learner.resumable:
         return None
-    return resume_point(Path(run_dir), config, learner.load_context, len(ready.train))
+    return resume_point(
+        Path(run_dir), config, learner.load_context, len(ready.train), parameters=RESUME_PARAMETERS
+    )
 
 
 def opened_run_dir(

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
 from combee.core.executor import SampleFailure
 from combee.core.loop_state import LoopState
-from combee.errors import OVERWRITE, ConfigError
+from combee.errors import OVERWRITE, ConfigError, parameter
 from combee.llm.types import RoleUsage
 from combee.runs.layout import (
     CHECKPOINT_FILE,
@@ -141,10 +141,16 @@ def keep_iterations_up_to(run_dir: RunDir, iteration: int) -> None:
 
 
 def resume_point(
-    folder: Path, config: Mapping[str, Any], load: Callable[[Any], Any], samples: int
+    folder: Path,
+    config: Mapping[str, Any],
+    load: Callable[[Any], Any],
+    samples: int,
+    *,
+    parameters: Collection[str] = (),
 ) -> LoopState[Any] | None:
     """The state to continue from when ``folder`` holds an unfinished run with a checkpoint;
-    a ConfigError naming each difference when that run had other settings."""
+    a ConfigError naming each difference when that run had other settings (each of
+    ``parameters``, the recorded keys that are parameters of a run, named as one)."""
     if not (folder / MARKER_FILE).exists() or (folder / RESULTS_FILE).exists():
         return None
     if not (folder / CHECKPOINT_FILE).exists():
@@ -157,7 +163,7 @@ def resume_point(
             "the run afresh",
             setting="run_dir",
         ) from None
-    differences = config_differences(saved, config)
+    differences = config_differences(saved, config, parameters=parameters)
     if differences:
         raise ConfigError(
             f"{folder} holds an unfinished run with other settings ({'; '.join(differences)}); "
@@ -186,7 +192,9 @@ def earlier_behaviour(saved: Mapping[str, Any], here: Mapping[str, Any]) -> dict
     return found
 
 
-def config_differences(saved: Mapping[str, Any], config: Mapping[str, Any]) -> list[str]:
+def config_differences(
+    saved: Mapping[str, Any], config: Mapping[str, Any], *, parameters: Collection[str] = ()
+) -> list[str]:
     """``key: A there, B here`` for each setting that differs (of the endpoint, the model, its
     address, the JSON mode and redaction count: concurrency or timeouts may change between
     attempts)."""
@@ -202,7 +210,7 @@ def config_differences(saved: Mapping[str, Any], config: Mapping[str, Any]) -> l
     there = {**earlier, **saved, "endpoint": endpoint(saved)}
     now = {**here, "endpoint": endpoint(here)}
     return [
-        f"{key}: {json.dumps(there.get(key))} there"
+        f"{parameter(key) if key in parameters else key}: {json.dumps(there.get(key))} there"
         + (" (the run predates the setting)" if key in earlier else "")
         + f", {json.dumps(now.get(key))} here"
         for key in sorted(set(there) | set(now))
