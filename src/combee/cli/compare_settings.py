@@ -68,8 +68,9 @@ def merged(
     for name, keyword in TRAIN_FLAGS.items():
         if given(name) or keyword not in train:
             train[keyword] = flags[name]
+    options = {item.name: item.option for item in declared}
     for name, value in settings_from_options(declared, flags).items():
-        if given(name) or name not in train:
+        if given(options[name] or name) or name not in train:
             train[name] = value
     endpoint = dict(spec.endpoint)
     for name, field_name in ENDPOINT_FLAGS.items():

@@ -125,10 +125,7 @@ def endpoint_of(options: dict[str, Any], *, cache: Path | None, seed: int) -> En
     given = {name: options.pop(name) for name in ENDPOINT_OPTIONS}
     prompt, completion = given.pop("price_prompt"), given.pop("price_completion")
     priced = prompt is not None or completion is not None
-    fields = settings_from_options(
-        list(_ENDPOINT_FLAGS.values()),
-        {item.name: given[flag] for flag, item in _ENDPOINT_FLAGS.items()},
-    )
+    fields = settings_from_options(list(_ENDPOINT_FLAGS.values()), given)
     return Endpoint(
         **fields,
         prices=(prompt or 0.0, completion or 0.0) if priced else None,

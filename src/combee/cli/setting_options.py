@@ -18,17 +18,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def with_setting_options(items: Sequence[Declared], *, hidden: bool = False) -> Callable[[F], F]:
-    """Give ``command`` (which takes ``**options``) one option per item of ``items``
-    (``hidden``: left out of the help, for settings a command only refuses)."""
+    """Give ``command`` (which takes ``**options``) one option per item of ``items`` that has
+    one, named as its declaration says (``hidden``: left out of the help, for settings a
+    command only refuses)."""
     return with_parameters(
         [
             inspect.Parameter(
-                item.name,
+                item.option,
                 inspect.Parameter.KEYWORD_ONLY,
                 default=setting_default(item),
                 annotation=setting_annotation(item, hidden=hidden),
             )
             for item in items
+            if item.option is not None
         ]
     )
 
@@ -60,11 +62,13 @@ def with_parameters(added: Sequence[inspect.Parameter]) -> Callable[[F], F]:
 
 
 def settings_from_options(items: Sequence[Declared], values: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings as :func:`combee.train` takes them (0 back to None where the flag uses 0
-    for None)."""
+    """The settings as :func:`combee.train` takes them, from ``values`` by option name (0 back
+    to None where the flag uses 0 for None); a setting with no option of its own is left out."""
     found = {}
     for item in items:
-        value = values[item.name]
+        if item.option is None:
+            continue
+        value = values[item.option]
         zero_is_none = item.bounds.cli_zero_is_none
         if zero_is_none and value == 0:
             value = None
