@@ -70,3 +70,11 @@ def test_a_group_made_by_hand_is_checked_like_the_run_settings(made: Any, settin
     with pytest.raises(ConfigError) as caught:
         made()
     assert caught.value.setting == setting
+
+
+@pytest.mark.parametrize("tau", [0, 0.0, -0.5])
+def test_tau_must_be_above_zero_as_the_controller_needs(tau: float) -> None:
+    with pytest.raises(ConfigError) as refused:
+        run_settings({"tau": tau})
+    assert refused.value.setting == "tau" and "more than 0" in str(refused.value)
+    assert run_settings({"tau": 1e-9}).tau == 1e-9

@@ -20,6 +20,6 @@ class AutoBatchSettings(SettingsGroup):
         DEFAULT_TAU,
         "Grow the batch while one more sample still cuts epoch time by this fraction "
         "(alpha/b >= tau).",
-        least=0.0,
+        above=0.0,
     )
     reprofile: bool = setting(False, "Profile the sizes again at the start of every epoch.")
