@@ -3,10 +3,11 @@ the ``gepa`` library), and any method registered from Python (``METHODS.register
 plugin's ``combee.methods`` entry point.
 
 A factory is called as ``factory(llm, score, **options)`` with the options it accepts of the
-run's method settings (:mod:`combee.settings`: ``token_budget``, ``temperature``,
-``max_tokens``, ``max_metric_calls``, ...) and what the engine gives (``seed``, ``run_dir``, the
-task's samples), and returns a :class:`combee.core.learner.Learner`. A setting the user changed
-that the factory does not take is an error naming the method.
+run's method settings (:mod:`combee.settings`: a method's group whole, ``ace=AceSettings``,
+``gepa=GepaSettings``, or each of its settings by name; ``temperature``, ``max_tokens``, ...)
+and what the engine gives (``seed``, ``run_dir``, the task's samples), and returns a
+:class:`combee.core.learner.Learner`. A setting the user changed that the factory does not take
+is an error naming the method.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def _gepa(
     llm: LLM,
     score: Callable[[str, Sample], Score],
     *,
-    max_metric_calls: int = GepaSettings.max_metric_calls,
+    gepa: GepaSettings = GepaSettings(),
     temperature: float = 0.0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     seed: int = 0,
@@ -54,7 +55,7 @@ def _gepa(
     return GepaLearner(
         llm,
         score,
-        max_metric_calls=max_metric_calls,
+        gepa=gepa,
         temperature=temperature,
         max_tokens=max_tokens,
         seed=seed,

@@ -47,6 +47,7 @@ from combee.methods.gepa.checkpoint import GepaCheckpoint, restore_gepa_state
 from combee.methods.gepa.reflection import CombeeReflection
 from combee.methods.gepa.runner import LoopRunner
 from combee.methods.gepa.sampler import ResizableBatchSampler
+from combee.methods.gepa.settings import GepaSettings
 from combee.methods.gepa.stock import StockReflectionLM
 from combee.tasks.base import Sample, Score
 
@@ -86,19 +87,16 @@ class GepaLearner:
         llm: LLM,
         score: Callable[[str, Sample], Score],
         *,
-        max_metric_calls: int = 200,
+        gepa: GepaSettings = GepaSettings(),
         temperature: float = 0.0,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         seed: int = 0,
         run_dir: Path | None = None,
     ) -> None:
-        if max_metric_calls < 1:
-            raise ConfigError(
-                f"must be at least 1 (got {max_metric_calls})", setting="max_metric_calls"
-            )
         self.llm = llm
         self.score = score
-        self.max_metric_calls = max_metric_calls
+        self.settings = gepa
+        """GEPA's settings (:class:`GepaSettings`), checked when the group was made."""
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.seed = seed
@@ -240,7 +238,7 @@ class GepaLearner:
                 candidate_selection_strategy=ParetoCandidateSelector(rng=selector_rng),
                 batch_sampler=sampler,
                 reflection_minibatch_size=None,
-                max_metric_calls=self.max_metric_calls,
+                max_metric_calls=self.settings.max_metric_calls,
                 stop_callbacks=[stop],
                 callbacks=cast("list[GEPACallback]", callbacks),
                 logger=_GepaLog(),
