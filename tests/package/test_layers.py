@@ -71,9 +71,12 @@ def _arrows() -> list[tuple[str, str]]:
 
 
 def test_every_room_has_a_place_in_the_order() -> None:
-    rooms = {path.stem if path.suffix else path.name for path in PACKAGE.iterdir()}
-    rooms = {r for r in rooms if not r.startswith(("_", ".")) and r not in {"py", "py.typed"}}
-    rooms = {r for r in rooms if (PACKAGE / r).is_dir() or (PACKAGE / f"{r}.py").exists()}
+    rooms = {
+        path.stem
+        for path in PACKAGE.iterdir()
+        if not path.name.startswith(("_", "."))
+        and (path.suffix == ".py" or (path / "__init__.py").exists())
+    }
     assert rooms == set(LEVEL), "add the new room to LAYERS (and to the Layout of the README)"
 
 
