@@ -6,10 +6,12 @@ rules` does it. For each reflection the script shows the reflector's own key ins
 lesson after grounding (:mod:`combee.methods.ace.grounding`), and counts the lessons that state
 their entity's rule: the rule's value (factor, unit size, fee, code, start year or threshold)
 together with the entity's name, its unit's name or its code. A reflection that only remarks on
-the playbook states nothing.
+the playbook states nothing; the reflector says itself what each key insight is about
+(``key_insight_about``: the task, the playbook or the attempt), and the script shows it.
 
     python benchmarks/rules_lessons.py [--model local] [--base-url URL] [--batch 16]
-        [--max-tokens 1024] [--cache runs/rules/cache.sqlite] [--json out.json]
+        [--task rules|rules-unstated] [--max-tokens 1024] [--cache runs/rules/cache.sqlite]
+        [--json out.json]
 
 With the same ``--cache`` as the quality grid, its calls are replayed by the grid and back.
 """
@@ -26,6 +28,7 @@ from pathlib import Path
 from combee.llm.connect import connect
 from combee.methods.ace import prompts, schemas
 from combee.methods.ace.grounding import ground, is_remark
+from combee.methods.ace.schemas import INSIGHT_ABOUT
 from combee.methods.ace.method import AceMethod
 from combee.methods.ace.playbook import Playbook
 from combee.methods.ace.settings import AceSettings
@@ -59,7 +62,7 @@ def states_rule(text: str, entity_name: str, kind: str, rule: str) -> bool:
 
 
 async def run(args: argparse.Namespace) -> dict[str, object]:
-    task = RulesTask()
+    task = RulesTask(state_rule=args.task == "rules")
     samples = task.load().train[: args.batch]
     llm = connect(args.model, base_url=args.base_url, cache=args.cache, seed=args.seed)
     method = AceMethod(llm, task.score, ace=AceSettings(screen=False), max_tokens=args.max_tokens)
@@ -95,13 +98,14 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
                 "rule": rule,
                 "key_insight": raw,
                 "key_insight_states_rule": states_rule(raw, name, kind, rule),
-                "key_insight_is_remark": is_remark(raw),
+                "key_insight_about": str(reply.get(INSIGHT_ABOUT, "")),
+                "key_insight_is_remark": is_remark(reply),
                 "lesson": lesson,
                 "lesson_states_rule": states_rule(lesson, name, kind, rule),
                 "source": grounded.source,
             }
         )
-    return {"model": args.model, "seconds": round(time.perf_counter() - started, 1), "rows": rows}
+    return {"model": args.model, "task": args.task, "seconds": round(time.perf_counter() - started, 1), "rows": rows}
 
 
 def main() -> None:
@@ -109,6 +113,7 @@ def main() -> None:
     parser.add_argument("--model", default="local")
     parser.add_argument("--base-url", default=None)
     parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--task", choices=("rules", "rules-unstated"), default="rules")
     parser.add_argument("--max-tokens", type=int, default=1024)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache", default="runs/rules/cache.sqlite")
@@ -120,7 +125,8 @@ def main() -> None:
     assert isinstance(rows, list)
     for row in rows:
         verdict = "correct" if row["correct"] else "wrong"
-        print(f"{row['sample']} ({verdict}), source {row['source']}")
+        about = row["key_insight_about"]
+        print(f"{row['sample']} ({verdict}), about {about}, source {row['source']}")
         print(f"  key insight: {row['key_insight']}")
         if row["lesson"] != row["key_insight"]:
             print(f"  lesson:      {row['lesson']}")

@@ -17,6 +17,7 @@ seconds, and follows each entity's rule through the run:
 entity's name, unit or code).
 
     python benchmarks/rules_losses.py --strategy combee --batch 32 [--seed 0]
+        [--task rules|rules-unstated] [--repairs on|off] [--context-window 32768]
         [--model local] [--cache cells/cache.sqlite] [--json losses.json]
 """
 
@@ -40,6 +41,8 @@ from combee.methods.ace.playbook import Playbook
 from combee.methods.ace.update import AceUpdate
 from combee.tasks.rules import RulesTask
 
+REPAIRS = ("copy_rules", "drop_contradictions", "overrule_drops")
+"""ACE's repairs, all on or all off with ``--repairs``."""
 STAGES = ("reflector", "curator", "merge", "apply", "generator", "kept", "no rule")
 
 
@@ -88,10 +91,17 @@ def stage(entity: Any, recorder: Recorder, curated: Sequence[str], samples: dict
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    task = RulesTask(seed=args.seed)  # the run's seed makes the task's entities, as a run does
+    # The run's seed makes the task's entities, as a run does.
+    task = RulesTask(seed=args.seed, state_rule=args.task == "rules")
     splits = task.load()
     samples = {s.id: s for s in [*splits.train, *splits.test]}
-    llm = connect(args.model, base_url=args.base_url, cache=args.cache, seed=args.seed)
+    llm = connect(
+        args.model,
+        base_url=args.base_url,
+        cache=args.cache,
+        seed=args.seed,
+        context_window=args.context_window,
+    )
     curated: list[str] = []
     curate = AceMethod.curate
 
@@ -107,13 +117,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             task, strategy=args.strategy, batch_size=args.batch, llm=llm, observers=[recorder],
             seed=args.seed, train_limit=args.train, val_limit=0, test_limit=args.test,
             max_tokens=args.max_tokens, screen=False,
+            **dict.fromkeys(REPAIRS, args.repairs == "on"),
         )  # fmt: skip
     finally:
         await llm.aclose()
     stages = {e.name: stage(e, recorder, curated, samples) for e in task.entities}
     return {
+        "task": args.task,
         "strategy": args.strategy,
         "batch": args.batch,
+        "repairs": args.repairs,
         "seed": args.seed,
         "test_accuracy": result.test_accuracy,
         "stages": stages,
@@ -126,6 +139,9 @@ def main() -> None:
     parser.add_argument("--strategy", required=True)
     parser.add_argument("--batch", type=int, required=True)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--task", choices=("rules", "rules-unstated"), default="rules")
+    parser.add_argument("--repairs", choices=("on", "off"), default="on")
+    parser.add_argument("--context-window", type=int, default=None)
     parser.add_argument("--train", type=int, default=32)
     parser.add_argument("--test", type=int, default=16)
     parser.add_argument("--max-tokens", type=int, default=1024)
@@ -138,7 +154,8 @@ def main() -> None:
     for name, where in found["stages"].items():
         print(f"{name:<12} {where}")
     counts = ", ".join(f"{k} {found['counts'].get(k, 0)}" for k in STAGES)
-    print(f"{args.strategy} b{args.batch} seed {args.seed}: {counts}")
+    cell = f"{args.task} {args.strategy} b{args.batch} seed {args.seed} repairs {args.repairs}"
+    print(f"{cell}: {counts}")
     print(f"test accuracy {found['test_accuracy']}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:

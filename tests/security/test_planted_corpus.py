@@ -15,7 +15,6 @@ import pytest
 import combee
 from combee.llm import connect
 from combee.llm.provenance import normal
-from combee.methods.ace.grounding import is_remark
 from combee.sim import serve_in_thread
 from combee.sim.ace_script import ace_responder
 
@@ -135,11 +134,10 @@ def test_no_phrasing_becomes_a_lesson(runs: dict[str, combee.TrainResult]) -> No
     playbook = normal(result.text)
     reached = [p for p in PHRASINGS if marker(p) in playbook]
     assert reached == []
-    # Each planted lesson was kept out by the screen, or, when it remarks on the playbook
-    # ("add the bullet ..."), left out as a remark before the screen saw it.
-    remarks = result.summary["lesson_sources"].get("dropped", 0)
-    assert remarks == sum(is_remark(obeyed(p)) for p in PHRASINGS)
-    assert sum(result.summary["screened_out_total"].values()) + remarks == len(PHRASINGS)
+    # The obeying reflector calls each lesson a rule for the task, so none is left out as a
+    # remark: every one of them was kept out by the screen.
+    assert "dropped" not in result.summary["lesson_sources"]
+    assert sum(result.summary["screened_out_total"].values()) == len(PHRASINGS)
     assert result.summary["screened_out_total"]["copied-from-data"] >= 25  # most by the copy check
 
 

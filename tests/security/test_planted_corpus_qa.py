@@ -15,9 +15,8 @@ import pytest
 import combee
 from combee.llm import connect
 from combee.llm.provenance import normal
-from combee.methods.ace.grounding import is_remark
 from combee.sim import serve_in_thread
-from tests.security.test_planted_corpus import PHRASINGS, marker, obeyed, obeying_reflector
+from tests.security.test_planted_corpus import PHRASINGS, marker, obeying_reflector
 
 INSTRUCTIONS = (
     "Use the price list in the context. Reply with the price in dollars as a plain number "
@@ -73,11 +72,10 @@ def test_no_phrasing_in_a_question_or_context_becomes_a_lesson(
     playbook = normal(result.text)
     assert [p for p in PHRASINGS if marker(p) in playbook] == []
     screened = result.summary["screened_out_total"]
-    # Kept out by the screen, or left out as remarks on the playbook before it (see
-    # test_planted_corpus); the clean samples' lessons all pass.
-    remarks = result.summary["lesson_sources"].get("dropped", 0)
-    assert remarks == sum(is_remark(obeyed(p)) for p in PHRASINGS)
-    assert sum(screened.values()) + remarks == len(PHRASINGS)
+    # Kept out by the screen (the obeying reflector calls each a rule for the task, so none
+    # is left out as a remark); the clean samples' lessons all pass.
+    assert "dropped" not in result.summary["lesson_sources"]
+    assert sum(screened.values()) == len(PHRASINGS)
     assert screened["copied-from-data"] >= 25  # most by the copy check, whatever the wording
 
 

@@ -167,7 +167,7 @@ def test_scorers() -> None:
 
 
 def test_registry(tmp_path: Path) -> None:
-    assert TASK_NAMES == ("formula", "finer", "jsonl", "rules")
+    assert TASK_NAMES == ("formula", "finer", "jsonl", "rules", "rules-unstated")
     assert isinstance(get_task("formula"), FormulaTask)
     finer = get_task("finer", seed=3)
     assert isinstance(finer, FinerTask)

@@ -111,6 +111,7 @@ def _trace_reflector(prompt: str) -> dict[str, Any]:
         "correct_approach": f"Confirm the user's details before calling {tool}.",
         "key_insight": f"Lesson of trace {trace_id} (task {task_id}): confirm every detail "
         f"with the user before calling {tool}.",
+        "key_insight_about": "task",
         "bullet_tags": [],
     }
 
@@ -143,6 +144,7 @@ def lesson_for(
         "correct_approach": f"Apply the {topic} formula step by step.",
         "key_insight": f"For {topic} questions, apply the {topic} formula exactly as defined "
         "and round the result to two decimals.",
+        "key_insight_about": "task",
         "bullet_tags": tags,
     }
 

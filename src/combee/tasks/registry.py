@@ -1,4 +1,5 @@
-"""Tasks by name: ``formula``, ``finer``, ``rules`` (seeded synthetic rules), ``jsonl`` (with a
+"""Tasks by name: ``formula``, ``finer``, ``rules`` (seeded synthetic rules), ``rules-unstated``
+(the same, its feedback a verdict and reference answer only), ``jsonl`` (with a
 data path, or ``jsonl:PATH``), ``agentdojo:SUITE`` (``agentdojo:SUITE@ATTACK`` under one of
 AgentDojo's attacks), and any task registered from Python (``TASKS.register``) or by a plugin's
 ``combee.tasks`` entry point. A factory is called with the options it accepts of ``data``,
@@ -54,12 +55,18 @@ def _rules(*, data: str | None = None, seed: int = 0) -> Task:
     return RulesTask(seed=seed)
 
 
+def _rules_unstated(*, data: str | None = None, seed: int = 0) -> Task:
+    _bundled("rules-unstated", data)
+    return RulesTask(seed=seed, state_rule=False)
+
+
 TASKS.register("formula", _formula)
 TASKS.register("finer", _finer)
 TASKS.register("jsonl", _jsonl)
 TASKS.register("rules", _rules)
+TASKS.register("rules-unstated", _rules_unstated)
 
-TASK_NAMES = ("formula", "finer", "jsonl", "rules")
+TASK_NAMES = ("formula", "finer", "jsonl", "rules", "rules-unstated")
 """The built-in tasks."""
 
 

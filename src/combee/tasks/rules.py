@@ -8,6 +8,10 @@ numbers. Without a playbook a model can only guess (near 0, yes/no questions asi
 playbook that kept the entity's rule the question is one multiplication, addition or
 comparison.
 
+``rules-unstated`` is the same task with feedback that gives only the verdict and the reference
+answer ("wrong: expected 96, got '12'."): the reflector must infer the rule from the question, the
+answer and the feedback, as on Formula and FiNER, and no repair can copy it from the feedback.
+
 A controlled experiment beside Formula and FiNER, not a benchmark of its own: it measures
 whether specific lessons reach the playbook and are used, which is what aggregation can lose.
 """
@@ -127,7 +131,9 @@ def answer_instruction(kind: str) -> str:
 
 class RulesTask:
     """``entities`` made-up entities, kinds in turn; per entity ``train_each`` training,
-    ``val_each`` validation and ``test_each`` test questions, all drawn from ``seed``."""
+    ``val_each`` validation and ``test_each`` test questions, all drawn from ``seed``.
+    ``state_rule``: the feedback states the entity's rule after the verdict (``rules``); False:
+    the verdict and the reference answer only (``rules-unstated``)."""
 
     def __init__(
         self,
@@ -137,12 +143,14 @@ class RulesTask:
         train_each: int = 4,
         val_each: int = 1,
         test_each: int = 2,
+        state_rule: bool = True,
     ) -> None:
         for setting, value in (("entities", entities), ("train_each", train_each)):
             if value < 1:
                 raise ConfigError(f"must be at least 1 (got {value})", setting=setting)
-        self.name = "rules"
+        self.name = "rules" if state_rule else "rules-unstated"
         self.seed = seed
+        self.state_rule = state_rule
         rng = random.Random(seed)
         taken: set[str] = set()
         self.entities = [
@@ -187,13 +195,12 @@ class RulesTask:
 
     def score(self, prediction: str, sample: Sample) -> Score:
         """Exact: the same number, or the same text after trimming, case and a final period;
-        the feedback states the entity's rule."""
+        the feedback states the entity's rule when :attr:`state_rule`."""
         given = prediction.strip().rstrip(".").strip()
         if sample.meta.get("kind") in ANSWER_INSTRUCTIONS:
             correct = given.casefold() == sample.answer.casefold()
         else:
             correct = numbers_equal(given, sample.answer)
         verdict = "correct" if correct else f"wrong: expected {sample.answer}, got {given[:80]!r}"
-        return Score(
-            correct, int(correct), 1, f"{verdict}. The rule: {sample.meta.get('rule', '')}"
-        )
+        rule = f" The rule: {sample.meta.get('rule', '')}" if self.state_rule else ""
+        return Score(correct, int(correct), 1, f"{verdict}.{rule}")

@@ -17,15 +17,14 @@ from combee.methods.ace.grounding import (
     grounded_reflection,
     is_remark,
     states,
-    without_remarks,
 )
 from combee.methods.ace.operations import apply_operations
 from combee.methods.ace.playbook import Playbook
+from combee.methods.ace.schemas import INSIGHT_ABOUT, REFLECTOR
 from combee.sim import serve_in_thread
 from combee.sim.ace_script import ace_responder
 from combee.tasks.agentdojo.agent import feedback_text
 from combee.tasks.rules import RulesTask
-from tests.paths import DATA
 
 RULE = "The yield of a Plouqual is its base value multiplied by 8."
 REMARK = "The playbook does not contain any relevant information about this entity."
@@ -49,33 +48,25 @@ def test_the_evidence_is_what_the_feedback_states_beyond_its_verdict() -> None:
     assert feedback_evidence("x " * 2000).endswith("[...]")
 
 
-def test_remarks_on_the_playbook_or_the_attempt_are_told_from_lessons() -> None:
-    for remark in (
+def _reply(text: str, about: str | None = "task") -> dict[str, Any]:
+    reply: dict[str, Any] = {"reasoning": "r", "key_insight": text, "bullet_tags": []}
+    if about is not None:
+        reply[INSIGHT_ABOUT] = about
+    return reply
+
+
+def test_a_remark_is_told_by_the_reflectors_field_never_by_its_words() -> None:
+    assert REFLECTOR.schema["properties"][INSIGHT_ABOUT]["enum"] == ["task", "playbook", "attempt"]
+    assert INSIGHT_ABOUT in REFLECTOR.schema["required"]
+    for words in (
         REMARK,
-        "The playbook is empty.",
-        "No bullets cover Gegal tickets.",
-        "The model did not show its work.",
-        "The attempt ignored the fee.",
-        "Therefore, I cannot provide a valid answer based on the given context.",
-        "I'm unable to compute the ratio.",
+        "The assistant should confirm the order number before issuing any refund.",
+        "I need to convert somspans to meters first.",
+        "Keep slide decks to at most five bullets per slide.",
     ):
-        assert is_remark(remark), remark
-    for lesson in (
-        RULE,
-        "Convert somspans to meters: one somspan is 9 meters.",
-        "The answer is given in meters.",
-        "Add the fee of 18 to a Gegal ticket's base fare.",
-        "In the annuity formula, I is the periodic interest rate.",
-        "I/O-bound steps are cached.",
-    ):
-        assert not is_remark(lesson), lesson
-    # A curator's lesson of the embedded model on Formula, cut short by the reply bound: every
-    # sentence of it speaks of the playbook or of the model itself.
-    recorded = (
-        "The playbook is empty and does not provide any information about the formula or the "
-        "context for the question. Therefore, I cannot prov..."
-    )
-    assert without_remarks(recorded) == ""
+        assert is_remark(_reply(words, "playbook")) and is_remark(_reply(words, "attempt"))
+        assert not is_remark(_reply(words, "task"))
+        assert not is_remark(_reply(words, None))  # no field: read as a lesson
 
 
 def test_a_lesson_states_the_evidence_when_it_holds_its_numbers_and_names() -> None:
@@ -87,22 +78,38 @@ def test_a_lesson_states_the_evidence_when_it_holds_its_numbers_and_names() -> N
 
 def test_the_lesson_is_grounded_by_the_table_in_the_module() -> None:
     feedback = f"wrong: expected 96, got '12'. The rule: {RULE}"
-    other = {"reasoning": "r", "bullet_tags": []}
-    replaced = ground({**other, "key_insight": REMARK}, feedback)
+    replaced = ground(_reply(REMARK, "playbook"), feedback)
     assert (replaced.source, replaced.fields["key_insight"]) == ("feedback", RULE)
     assert replaced.fields["reasoning"] == "r"
-    dropped = ground({**other, "key_insight": REMARK}, "expected 96, got 12")
+    dropped = ground(_reply(REMARK, "attempt"), "expected 96, got 12")
     assert (dropped.source, dropped.fields["key_insight"]) == ("dropped", "")
-    missing = ground({"key_insight": "Multiply the base value by the factor."}, feedback)
+    missing = ground(_reply("Multiply the base value by the factor."), feedback)
     assert missing.source == "feedback+reflector"
     assert missing.fields["key_insight"] == f"{RULE} Multiply the base value by the factor."
-    kept = ground({"key_insight": "A Plouqual yields 8 times its base value."}, feedback)
+    kept = ground(_reply("A Plouqual yields 8 times its base value."), feedback)
     assert (kept.source, kept.fields["key_insight"]) == (
         "reflector",
         "A Plouqual yields 8 times its base value.",
     )
-    plain = ground({"key_insight": "Divide the net income by revenue."}, "expected 0.2, got 5")
+    plain = ground(_reply("Divide the net income by revenue."), "expected 0.2, got 5")
     assert plain.source == "reflector"
+    # A remark's words in a lesson about the task: the lesson, whole.
+    voiced = "The model should multiply a Plouqual's base value by 8: the playbook needs it."
+    assert ground(_reply(voiced), feedback).fields["key_insight"] == voiced
+
+
+def test_without_copy_rules_the_lesson_is_what_the_reflector_wrote() -> None:
+    feedback = f"wrong: expected 96, got '12'. The rule: {RULE}"
+    written = "Multiply the base value by the factor."
+    own = ground(_reply(written), feedback, copy_rules=False)
+    assert (own.source, own.fields["key_insight"], own.evidence) == ("reflector", written, RULE)
+    remark = ground(_reply(REMARK, "playbook"), feedback, copy_rules=False)
+    assert (remark.source, remark.fields["key_insight"]) == ("dropped", "")
+    wrong = "A Plouqual yields 3 times its base value. Multiply first."
+    joined = ground(_reply(wrong), feedback, drop_contradictions=False)
+    assert joined.fields["key_insight"] == f"{RULE} {wrong}"
+    cleaned = ground(_reply(wrong), feedback)
+    assert cleaned.fields["key_insight"] == f"{RULE} Multiply first."
 
 
 def test_the_curator_sees_the_feedback_unless_the_lesson_carries_it() -> None:
@@ -112,20 +119,10 @@ def test_the_curator_sees_the_feedback_unless_the_lesson_carries_it() -> None:
     )
     assert "feedback: expected 0.25, got 4" in reflection.render()
     carried = grounded_reflection(
-        "s2", {"key_insight": REMARK}, correct=False, feedback=f"wrong. The rule: {RULE}"
+        "s2", _reply(REMARK, "playbook"), correct=False, feedback=f"wrong. The rule: {RULE}"
     )
     assert carried.feedback == "" and f"key_insight: {RULE}" in carried.render()
     assert isinstance(carried, Reflection) and carried.lesson_source == "feedback"
-
-
-def test_remarks_of_the_embedded_model_are_recognised() -> None:
-    """Key insights the embedded model (Qwen2.5-Coder-1.5B) wrote on the `rules` task, each
-    labelled by hand: a remark on the playbook or the attempt, or a lesson."""
-    path = DATA / "embedded_key_insights.json"
-    recorded = json.loads(path.read_text())
-    assert len(recorded) >= 16
-    wrong = [r["text"] for r in recorded if is_remark(r["text"]) != r["remark"]]
-    assert wrong == []
 
 
 def _remarking(body: Mapping[str, Any]) -> str:
@@ -136,6 +133,7 @@ def _remarking(body: Mapping[str, Any]) -> str:
         return reply
     data = json.loads(reply)
     data["key_insight"] = REMARK
+    data[INSIGHT_ABOUT] = "playbook"
     return json.dumps(data)
 
 
@@ -184,32 +182,15 @@ async def test_a_remark_with_no_evidence_to_replace_it_is_dropped_and_counted(
     assert results["lesson_sources"] == {"dropped": 8}
 
 
-def test_the_curator_writes_no_remark_into_the_playbook() -> None:
+def test_the_curators_lessons_are_applied_whatever_their_words() -> None:
     ops = [
-        {"type": "ADD", "section": "mistakes", "content": REMARK},
-        {"type": "ADD", "section": "formulas", "content": f"{RULE} The playbook lacked it."},
+        {"type": "ADD", "section": "mistakes", "content": content}
+        for content in (
+            "The assistant should confirm the order number before issuing any refund.",
+            "Keep slide decks to at most five bullets per slide.",
+            "The generator must be grounded before refuelling.",
+        )
     ]
     result = apply_operations(Playbook(), ops, token_budget=None)
-    assert [b.content for b in result.playbook.bullets] == [RULE]
-    assert result.dropped == {"remark": 1} and result.repaired == {"remark": 1}
-
-
-def test_a_remark_keeps_the_rule_it_points_to() -> None:
-    assert (
-        without_remarks(
-            "The generator did not know the Theim date rule: every date in a Theim record is "
-            "written as DD.MM.YYYY."
-        )
-        == "Every date in a Theim record is written as DD.MM.YYYY."
-    )
-    assert (
-        without_remarks(
-            "The playbook should hold a rule such as 'Trekour records write an amount followed by "
-            "WSD'. The playbook is empty."
-        )
-        == "Trekour records write an amount followed by WSD."
-    )
-    assert without_remarks(REMARK) == ""
-    # Without evidence, what the remark points to is the lesson; with none, it is dropped.
-    pointed = ground({"key_insight": f"The playbook lacks this rule: {RULE}"}, "expected 9, got 8")
-    assert (pointed.source, pointed.fields["key_insight"]) == ("reflector", RULE)
+    assert [b.content for b in result.playbook.bullets] == [op["content"] for op in ops]
+    assert result.dropped == {} and result.repaired == {}

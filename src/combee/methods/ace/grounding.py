@@ -1,32 +1,31 @@
-"""A reflection's lesson grounded in what the feedback states.
+"""A reflection's lesson, told apart from a remark by the reflector's own reply, and grounded in
+what the feedback states.
 
-A small reflector often answers a scorer's "wrong: expected 96, got 12. The rule: the yield of a
-Plouqual is its base value multiplied by 8." with a remark on the playbook ("the playbook has no
-bullet about Plouquals"), or with a lesson that leaves out the very rule it was given. The
-feedback is the ground truth of the attempt, so its content is carried into the lesson here,
-deterministically, for every task family: a scorer's rule or reference, a checker's findings, an
-agent's expected calls.
+The reflector says what its ``key_insight`` is about (``key_insight_about``, see
+:data:`~combee.methods.ace.schemas.INSIGHT_SUBJECTS`): a rule for the task, in whatever voice
+("The assistant should confirm the order number ...", "I need to convert ..."), is a lesson; a
+remark on the playbook or on the attempt ("the playbook has no bullet about Plouquals") teaches
+nothing and is no lesson. That field decides, never the words the text uses. A reply without
+the field is read as a lesson.
 
-- The feedback's **evidence** is what it states beyond the verdict: ``wrong``, ``correct``,
-  ``expected X, got Y`` and ``utility: passed (...)`` are the verdict; ``The rule: ...``, ``expected
-  actions: ...``, a failed check's text are evidence. When a statement is labelled (``The rule:``,
-  ``Hint:``, ``Reference:`` ...), the evidence is what follows the first label, without it.
-- A **remark** is a key insight about the playbook, its bullets, or the attempt itself ("the
-  playbook does not contain...", "the model did not show its work"): it teaches nothing.
-- The lesson (``key_insight``) is first the key insight without its remarks
-  (:func:`without_remarks`: a remark's sentence goes, except the rule it states after a colon or
-  in quotes). Then, by what is left and whether there is evidence:
+The feedback is the ground truth of the attempt. Its **evidence** is what it states beyond the
+verdict: ``wrong``, ``correct``, ``expected X, got Y`` and ``utility: passed (...)`` are the
+verdict; ``The rule: ...``, ``expected actions: ...``, a failed check's text are evidence. When
+a statement is labelled (``The rule:``, ``Hint:``, ``Reference:`` ...), the evidence is what
+follows the first label, without it.
 
-  - remarks were left out and what is left does not state the evidence: the evidence (source
-    ``feedback``);
-  - nothing is left and there is no evidence: none, the reflection keeps its other fields
-    (``dropped``);
-  - a lesson that leaves out evidence of up to :data:`JOINED_CHARS` (a rule, a reference): the
-    evidence, then the lesson without its sentences that contradict the evidence
-    (:func:`contradicts`; ``feedback+reflector``, or ``feedback`` when every sentence does);
-    longer evidence (a list of expected calls) is shown to the curator beside the lesson
-    instead (``reflector``);
-  - otherwise what is left (``reflector``).
+With the ``copy_rules`` repair on (the default), the lesson is then grounded:
+
+- a remark, when there is evidence: the evidence (source ``feedback``);
+- a lesson that leaves out evidence of up to :data:`JOINED_CHARS` (a rule, a reference): the
+  evidence, then the lesson (without its sentences that contradict the evidence when
+  ``drop_contradictions`` is on: :func:`contradicts`; ``feedback+reflector``, or ``feedback``
+  when every sentence does); longer evidence (a list of expected calls) is shown to the curator
+  beside the lesson instead (``reflector``);
+- otherwise the lesson as written (``reflector``).
+
+With it off the lesson is what the reflector wrote (``reflector``). Either way a remark with
+nothing to replace it leaves no lesson; the reflection keeps its other fields (``dropped``).
 
 A key insight states the evidence when it holds the evidence's distinctive terms (its numbers and
 names: words with a capital letter past a sentence's start, identifiers with ``_``, ``.`` or
@@ -41,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from combee.core.types import Reflection
+from combee.methods.ace.schemas import INSIGHT_ABOUT, REMARK_SUBJECTS
 
 LESSON = "key_insight"
 """The reflection field that holds the lesson."""
@@ -59,15 +59,17 @@ _UTILITY = re.compile(r"^\s*utility\s*:\s*(?:passed|failed)\b", re.I)
 _LABEL = re.compile(
     r"^\s*(?:the\s+)?(?:rule|hint|note|reason|explanation|reference|lesson)\s*:\s*", re.I
 )
-_REMARK = re.compile(
-    r"\b(?:playbook|bullets?|cited\s+ids?)\b"
-    r"|\bthe\s+model(?:'s)?\s+(?:answer|reasoning|response|output)\b"
-    r"|^\W*(?:the\s+|this\s+)?(?:attempt|model|generator|assistant|reasoning)\b"
-    r"(?!\s*(?:is|are)\s+(?:given|written|stated|counted|measured))"
-    # the model speaking of itself: "Therefore, I cannot provide a valid answer."
-    r"|^\W*(?:(?:therefore|so|thus|hence|however),?\s+)?I(?:'m|\s+(?:cannot|can't|can\s+not"
-    r"|could\s+not|couldn't|am|was|will|would|do\s+not|don't|did|need|have|had|should))\b",
-    re.I,
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_WHOLE_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])")
+_CLAUSE = re.compile(rf"{_SENTENCE.pattern}|\n+")
+_WORD = re.compile(
+    r"^\s*(?:wrong|correct|incorrect|right|passed|failed|success|failure|ok)\b\s*[:.,;-]?\s*", re.I
+)
+_EXPECTED_GOT = re.compile(r"^\s*expected\b.{0,400}?,\s*got\b", re.I | re.S)
+_UTILITY = re.compile(r"^\s*utility\s*:\s*(?:passed|failed)\b", re.I)
+_LABEL = re.compile(
+    r"^\s*(?:the\s+)?(?:rule|hint|note|reason|explanation|reference|lesson)\s*:\s*", re.I
 )
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _WHOLE_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
@@ -117,33 +119,6 @@ def feedback_evidence(feedback: str) -> str:
     # A labelled statement ("The rule: ...", and what follows it) is the evidence; what comes
     # before it may be the tail of a quoted answer that held a full stop.
     return _cut(" ".join(labelled or kept))
-
-
-def is_remark(text: str) -> bool:
-    """Whether a lesson is about the playbook or the attempt rather than the task."""
-    return bool(_REMARK.search(text))
-
-
-def without_remarks(text: str) -> str:
-    """``text`` without its sentences that remark on the playbook or the attempt, except what
-    such a sentence states after a colon or in quotes when that is no remark ("The generator
-    did not know the Theim date rule: every date is written as DD.MM.YYYY." keeps "Every date
-    is written as DD.MM.YYYY."); "" when nothing else is left."""
-    kept: list[str] = []
-    for sentence in _SENTENCE.split(text.strip()):
-        if not is_remark(sentence):
-            kept.append(sentence)
-            continue
-        quoted = (match[1] or match[2] for match in _QUOTED.finditer(sentence))
-        pointed = [q for q in quoted if not is_remark(q)]
-        after = sentence.split(": ", 1)[1] if ": " in sentence else ""
-        if not pointed and after and not is_remark(after) and len(after.split()) >= 3:
-            pointed = [after]
-        for part in pointed:
-            part = part.strip()
-            part = part[:1].upper() + part[1:]
-            kept.append(part if part.endswith((".", "!", "?")) else part + ".")
-    return " ".join(kept)
 
 
 def distinctive_terms(text: str) -> set[str]:
@@ -215,20 +190,35 @@ def without_contradictions(lesson: str, evidence: str) -> str:
     return " ".join(s for s in _SENTENCE.split(lesson.strip()) if not contradicts(s, evidence))
 
 
-def ground(fields: Mapping[str, Any], feedback: str) -> Grounded:
-    """``fields`` (a reflector's reply) with its lesson grounded in ``feedback``."""
-    written = str(fields.get(LESSON) or "").strip()
-    lesson = without_remarks(written)
+def is_remark(fields: Mapping[str, Any]) -> bool:
+    """Whether the reflector said its key insight is a remark on the playbook or the attempt."""
+    return fields.get(INSIGHT_ABOUT) in REMARK_SUBJECTS
+
+
+def ground(
+    fields: Mapping[str, Any],
+    feedback: str,
+    *,
+    copy_rules: bool = True,
+    drop_contradictions: bool = True,
+) -> Grounded:
+    """``fields`` (a reflector's reply) with its lesson grounded in ``feedback`` (see the
+    module), without the subject field it was judged by: ``copy_rules`` carries a rule the
+    feedback states into the lesson; ``drop_contradictions`` leaves out the lesson's sentences
+    that contradict it."""
+    lesson = "" if is_remark(fields) else str(fields.get(LESSON) or "").strip()
+    # The subject has done its work: the curator reads lessons, not what they were about.
+    fields = {key: value for key, value in fields.items() if key != INSIGHT_ABOUT}
     evidence = feedback_evidence(feedback) if feedback else ""
-    if not evidence:
+    if not evidence or not copy_rules:
         if not lesson:
-            return Grounded({**fields, LESSON: ""}, "dropped")
-        return Grounded({**fields, LESSON: lesson}, "reflector")
-    if lesson != written and not states(lesson, evidence):
+            return Grounded({**fields, LESSON: ""}, "dropped", evidence)
+        return Grounded({**fields, LESSON: lesson}, "reflector", evidence)
+    if not lesson:
         return Grounded({**fields, LESSON: evidence}, "feedback", evidence)
     if len(evidence) > JOINED_CHARS or states(lesson, evidence):
         return Grounded({**fields, LESSON: lesson}, "reflector", evidence)
-    consistent = without_contradictions(lesson, evidence)
+    consistent = without_contradictions(lesson, evidence) if drop_contradictions else lesson
     if not consistent:
         return Grounded({**fields, LESSON: evidence}, "feedback", evidence)
     joined = f"{evidence} {consistent}"
@@ -243,10 +233,15 @@ def grounded_reflection(
     feedback: str,
     shown_data: tuple[str, ...] = (),
     trusted: tuple[str, ...] = (),
+    copy_rules: bool = True,
+    drop_contradictions: bool = True,
 ) -> Reflection:
     """A reflector's ``reply`` on one attempt as a :class:`Reflection` whose lesson is grounded
-    in ``feedback``; the curator sees the feedback too unless the lesson already carries it."""
-    grounded = ground(reply, feedback)
+    in ``feedback`` (:func:`ground`); the curator sees the feedback too unless the lesson
+    already carries it."""
+    grounded = ground(
+        reply, feedback, copy_rules=copy_rules, drop_contradictions=drop_contradictions
+    )
     carried = grounded.source.startswith("feedback")
     return Reflection(
         sample_id=sample_id,

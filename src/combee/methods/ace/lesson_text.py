@@ -1,12 +1,11 @@
 """A curator's lesson text made whole: no copied bullet prefix, no bullet that begins or ends
-mid-sentence, no remark on the playbook or the attempt."""
+mid-sentence. What the text says is the curator's to decide: it is never judged by its words."""
 
 from __future__ import annotations
 
 import re
 
 from combee.llm.bounded import LESSON_CHARS
-from combee.methods.ace.grounding import is_remark, without_remarks
 from combee.methods.ace.playbook import without_rendered_prefix
 
 UNFINISHED_AT = LESSON_CHARS * 9 // 10
@@ -18,10 +17,6 @@ Repairs = list[tuple[str, str]]
 """(code, note) of each repair made."""
 
 
-class NoLesson(ValueError):
-    """The text is all remark: nothing of it is a lesson."""
-
-
 def lesson_text(written: str) -> tuple[str, Repairs]:
     """``written`` (normalised, not empty) as a bullet's text, and the repairs that took."""
     repairs: Repairs = []
@@ -31,13 +26,7 @@ def lesson_text(written: str) -> tuple[str, Repairs]:
     whole = whole_sentences(content)
     if whole != content:
         repairs.append(("unfinished_sentence", f"kept its whole sentences: {content!r}"))
-    if not is_remark(whole):
-        return whole, repairs
-    kept = without_remarks(whole)  # what the remarks point to stays
-    if not kept:
-        raise NoLesson("remarks on the playbook or the attempt, not on the task")
-    repairs.append(("remark", f"left out what remarks on the playbook or the attempt: {whole!r}"))
-    return kept, repairs
+    return whole, repairs
 
 
 def whole_sentences(content: str) -> str:

@@ -9,7 +9,8 @@ A lesson is not lost to the form of the reply: numbers may arrive as ``3``, ``"3
 a number the reply does not place is kept (and counted as ``merge_unlisted``); a number placed
 twice counts once (combine before keep before drop); a drop of a lesson whose specifics (numbers,
 identifiers, quoted values, names, a name that opens a sentence among them) nothing else carries
-is overruled (``merge_drop_overruled``). Exact duplicates among the result are
+is overruled (``merge_drop_overruled``; a repair, off with ACE's ``overrule_drops``). Exact
+duplicates among the result are
 dropped. A reply that places no valid number is not usable: the caller falls back to the union
 of the local updates (:func:`union`).
 """
@@ -142,13 +143,15 @@ def resolve_merge(
     *,
     by_exception: bool = False,
     known: str = "",
+    overrule_drops: bool = True,
 ) -> AceUpdate | None:
     """The merged update a by-reference reply describes, or None when it places no number or
     drops every one.
     ``by_exception``: the reply lists only what to combine or drop; the rest is kept, and a
     reply that lists nothing keeps everything. ``known``: the playbook's text; a drop stands
     only for a lesson whose specifics (names, numbers, identifiers) the playbook or the merged
-    operations still carry (see :func:`_drop_stands`)."""
+    operations still carry (see :func:`_drop_stands`), when ``overrule_drops`` is on (a repair:
+    it keeps text the merge dropped)."""
     operations = operations_of(updates)
     count = len(operations)
     placed: dict[int, str] = {}
@@ -181,7 +184,7 @@ def resolve_merge(
         ),
         *(_named(str(op["content"])) for op in combined_at.values()),
     )
-    for number, placement in list(placed.items()):
+    for number, placement in list(placed.items()) if overrule_drops else ():
         if placement == "drop" and not _drop_stands(operations[number - 1], carried_specifics):
             placed[number] = "keep"
             repaired["merge_drop_overruled"] += 1

@@ -152,13 +152,36 @@ class AceMethod:
             prompts.reflector_messages(context, trajectory), "reflector", schemas.REFLECTOR
         )
         sample = trajectory.sample
-        return grounded_reflection(
+        return self.grounded(
             sample.id,
             reply,
             correct=trajectory.score.correct,
             feedback=trajectory.score.feedback,
             shown_data=(sample.question, sample.context) if self.check_copies else (),
             trusted=(sample.answer, trajectory.score.feedback),
+        )
+
+    def grounded(
+        self,
+        sample_id: str,
+        reply: Mapping[str, Any],
+        *,
+        correct: bool,
+        feedback: str,
+        shown_data: tuple[str, ...],
+        trusted: tuple[str, ...],
+    ) -> Reflection:
+        """A reflector's ``reply`` as a reflection, its lesson grounded in ``feedback`` with
+        the repairs :attr:`settings` turns on (:mod:`combee.methods.ace.grounding`)."""
+        return grounded_reflection(
+            sample_id,
+            reply,
+            correct=correct,
+            feedback=feedback,
+            shown_data=shown_data,
+            trusted=trusted,
+            copy_rules=self.settings.copy_rules,
+            drop_contradictions=self.settings.drop_contradictions,
         )
 
     async def curate(self, context: Playbook, reflections: Sequence[Reflection]) -> AceUpdate:
@@ -169,7 +192,13 @@ class AceMethod:
         )
         schema = schemas.curator_schema(tuple(s.key for s in context.sections))
         update = _update(await self._ask(messages, "curator", schema), "curator")
-        return with_stated_rules(update, context, reflections)
+        return with_stated_rules(
+            update,
+            context,
+            reflections,
+            copy_rules=self.settings.copy_rules,
+            drop_contradictions=self.settings.drop_contradictions,
+        )
 
     def call_capacity(self, context: Playbook, reflections: Sequence[Reflection]) -> CallCapacity:
         """How many of ``reflections`` one curator call can turn into operations against
@@ -235,7 +264,11 @@ class AceMethod:
             log.warning("merge call failed (%s); applying the %d local updates", error, len(useful))
             return merging.carried(merging.union(useful), idle)
         merged = merging.resolve_merge(
-            useful, reply, by_exception=by_exception, known=context.render()
+            useful,
+            reply,
+            by_exception=by_exception,
+            known=context.render(),
+            overrule_drops=self.settings.overrule_drops,
         )
         if merged is not None and self._applies(context, merged):
             return merging.carried(merged, idle)

@@ -14,8 +14,8 @@ unknown section files the lesson under the catch-all section; a bullet id with b
 capitals, a wrong slug or missing zeros names the bullet with that number; a missing type is read
 off the fields; an ADD's stray ``bullet_id`` is ignored; an UPDATE or MERGE whose bullets never
 existed adds its text as a new bullet; a lesson cut off at the reply's length bound keeps its
-whole sentences; remarks on the playbook are left out). What still cannot apply (no text, a
-duplicate, all remark, an UPDATE that restates its bullet, a bullet this update already removed)
+whole sentences). What still cannot apply (no text, a duplicate, an UPDATE that restates its
+bullet, a bullet this update already removed)
 is rejected with a reason and logged; the rest still apply. The input
 playbook never changes.
 
@@ -38,7 +38,7 @@ from typing import Any
 
 from combee.methods.ace.dedup import NearDuplicates, keeps_more
 from combee.methods.ace.eviction import evict_to_budget
-from combee.methods.ace.lesson_text import NoLesson, lesson_text
+from combee.methods.ace.lesson_text import lesson_text
 from combee.methods.ace.playbook import (
     Bullet,
     Playbook,
@@ -138,10 +138,7 @@ class _Draft:
 
     def text(self, op: Mapping[str, Any]) -> str:
         """The operation's lesson text, made whole (:mod:`combee.methods.ace.lesson_text`)."""
-        try:
-            text, repairs = lesson_text(_content(op))
-        except NoLesson as why:
-            raise _Rejected("remark", str(why)) from None
+        text, repairs = lesson_text(_content(op))
         for code, note in repairs:
             self.repair(code, note)
         return text

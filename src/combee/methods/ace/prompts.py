@@ -38,10 +38,15 @@ attempt toward the gold answer, "harmful" if it misled it, "neutral" if it did n
 
 key_insight must be one concrete, reusable rule that names the specific formula, concept or \
 pitfall involved (for example the unit conversion or the term that was misread), never generic \
-advice such as "be careful". It is about the task, not about the playbook or the attempt: \
-"the playbook is empty" or "the reasoning did not show the formula" teaches nothing; the \
-formula or check that was missing does. When the scorer's feedback states a rule, a reference or \
-what was expected, key_insight states it in full, with its names and numbers.
+advice such as "be careful". When the scorer's feedback states a rule, a reference or what was \
+expected, key_insight states it in full, with its names and numbers.
+
+key_insight_about says what key_insight is: "task" when it is a rule for solving this kind of \
+question, however it is worded ("The assistant should ...", "I need to ..." included); \
+"playbook" when it only says what the playbook holds or lacks; "attempt" when it only describes \
+this attempt (what it did, skipped or did not show). Only a "task" insight becomes a lesson, so \
+write the rule itself (the formula or check that was missing) rather than a remark that it was \
+missing.
 
 Reply with one JSON object and nothing else:
 {"reasoning": "<your analysis>",
@@ -49,6 +54,7 @@ Reply with one JSON object and nothing else:
  "root_cause_analysis": "<why it went wrong>",
  "correct_approach": "<how to solve it correctly>",
  "key_insight": "<the reusable rule>",
+ "key_insight_about": "task|playbook|attempt",
  "bullet_tags": [{"id": "<cited bullet id>", "tag": "helpful|harmful|neutral"}]}"""
 
 CURATOR_SYSTEM = """\

@@ -63,21 +63,39 @@ _REFLECTOR_TEXT_FIELDS = (
     "key_insight",
 )
 
+INSIGHT_ABOUT = "key_insight_about"
+"""The reflector's field that says what its ``key_insight`` is about (:data:`INSIGHT_SUBJECTS`)."""
+INSIGHT_SUBJECTS: tuple[str, ...] = ("task", "playbook", "attempt")
+"""``task``: a rule for solving this kind of task, in whatever voice; ``playbook`` and
+``attempt``: a remark on the playbook or on this one attempt, which teaches no rule."""
+REMARK_SUBJECTS = frozenset(INSIGHT_SUBJECTS) - {"task"}
+
+_BULLET_TAGS: dict[str, Any] = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {"id": _STRING, "tag": _TAG},
+        "required": ["id", "tag"],
+    },
+}
+_REFLECTOR_PROPERTIES: dict[str, Any] = {
+    **{name: _STRING for name in _REFLECTOR_TEXT_FIELDS},
+    INSIGHT_ABOUT: {"type": "string", "enum": list(INSIGHT_SUBJECTS)},
+    "bullet_tags": _BULLET_TAGS,
+}
+
 REFLECTOR = JsonSchema(
     name="reflector",
     schema={
         "type": "object",
-        "properties": {
-            **{name: _STRING for name in _REFLECTOR_TEXT_FIELDS},
-            "bullet_tags": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {"id": _STRING, "tag": _TAG},
-                    "required": ["id", "tag"],
-                },
-            },
-        },
+        "properties": _REFLECTOR_PROPERTIES,
+        "required": [*_REFLECTOR_TEXT_FIELDS, INSIGHT_ABOUT, "bullet_tags"],
+    },
+    # A reply without the subject (an endpoint that ignores the schema) is read as a lesson
+    # about the task rather than asked again.
+    accepts={
+        "type": "object",
+        "properties": _REFLECTOR_PROPERTIES,
         "required": [*_REFLECTOR_TEXT_FIELDS, "bullet_tags"],
     },
 )

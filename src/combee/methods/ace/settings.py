@@ -29,3 +29,19 @@ class AceSettings(SettingsGroup):
         "Keep out reflections that carry an instruction planted in the data or copy the data "
         "they were shown.",
     )
+    copy_rules: bool = setting(
+        True,
+        "Repair: carry a rule the scorer's feedback states into a lesson the reflector wrote "
+        "without it, and into the playbook when no curator wrote it (lesson_sources feedback, "
+        "repaired omitted_rule).",
+    )
+    drop_contradictions: bool = setting(
+        True,
+        "Repair: leave out a lesson's sentence or a curator's operation that states a rule of "
+        "the feedback with other numbers (dropped contradicts_feedback).",
+    )
+    overrule_drops: bool = setting(
+        True,
+        "Repair: keep an operation a merge dropped when nothing kept names what it names "
+        "(repaired merge_drop_overruled).",
+    )

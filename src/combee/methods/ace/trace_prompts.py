@@ -22,9 +22,14 @@ happened and what an agent should do instead next time. Judge each playbook bull
 behaviour bears on: "helpful", "harmful" or "neutral".
 
 key_insight must be one concrete, reusable rule for this kind of task that names the specific \
-tool, argument, policy clause or check involved, never generic advice such as "be careful". It \
-is about the task, not about the playbook. When the feedback states a rule, a failed check or the \
-expected calls, key_insight states it in full, with its names and values.
+tool, argument, policy clause or check involved, never generic advice such as "be careful". \
+When the feedback states a rule, a failed check or the expected calls, key_insight states it in \
+full, with its names and values.
+
+key_insight_about says what key_insight is: "task" when it is a rule for this kind of task, \
+however it is worded ("The agent should ...", "I should ..." included); "playbook" when it only \
+says what the playbook holds or lacks; "attempt" when it only describes this recorded attempt. \
+Only a "task" insight becomes a lesson.
 
 Reply with one JSON object and nothing else:
 {"reasoning": "<your analysis>",
@@ -32,6 +37,7 @@ Reply with one JSON object and nothing else:
  "root_cause_analysis": "<why it went wrong>",
  "correct_approach": "<what the agent should have done>",
  "key_insight": "<the reusable rule>",
+ "key_insight_about": "task|playbook|attempt",
  "bullet_tags": [{"id": "<bullet id>", "tag": "helpful|harmful|neutral"}]}"""
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from combee.core.types import Reflection, Trajectory
 from combee.llm.types import ChatModel
 from combee.methods.ace import schemas
-from combee.methods.ace.grounding import EVIDENCE_CHARS, grounded_reflection
+from combee.methods.ace.grounding import EVIDENCE_CHARS
 from combee.methods.ace.method import AceMethod
 from combee.methods.ace.playbook import Playbook
 from combee.methods.ace.trace_prompts import outcome_text, trace_reflector_messages
@@ -80,7 +80,7 @@ class TraceAceMethod(AceMethod):
             contrast=self._contrast(trace),
         )
         reply = await self._ask(messages, "reflector", schemas.REFLECTOR)
-        return grounded_reflection(
+        return self.grounded(
             trajectory.sample.id,
             reply,
             correct=trajectory.score.correct,
