@@ -74,6 +74,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         "root_cause_analysis": "",
         "correct_approach": "c",
         "key_insight": "k",
+        "key_insight_about": "task",
         "bullet_tags": [{"id": "str-00001", "tag": "neutral"}],
     },
     "curator": {

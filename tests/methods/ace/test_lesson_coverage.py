@@ -16,6 +16,7 @@ from combee.methods.ace.coverage import REPAIR, with_stated_rules
 from combee.methods.ace.grounding import contradicts, grounded_reflection
 from combee.methods.ace.operations import apply_operations
 from combee.methods.ace.playbook import Playbook
+from combee.methods.ace.schemas import INSIGHT_ABOUT
 from combee.methods.ace.update import AceUpdate
 from combee.sim import serve_in_thread
 from combee.sim.ace_script import ace_responder
@@ -27,10 +28,13 @@ THEIM = "Every date in a Theim record is written as DD.MM.YYYY."
 REMARK = "The playbook does not contain any relevant information about this entity."
 
 
-def reflection(sample_id: str, rule: str, insight: str = REMARK) -> Reflection:
+def reflection(sample_id: str, rule: str, insight: str | None = None) -> Reflection:
+    """A reflection on a sample whose feedback states ``rule``: the lesson ``insight``, or a
+    remark on the playbook when None."""
+    reply = {"key_insight": insight or REMARK, INSIGHT_ABOUT: "task" if insight else "playbook"}
     return grounded_reflection(
         sample_id,
-        {"key_insight": insight},
+        reply,
         correct=False,
         feedback=f"wrong: expected 96, got '12'. The rule: {rule}",
     )
@@ -68,7 +72,10 @@ def test_a_rule_no_operation_and_no_bullet_carries_is_added_once_and_counted() -
 def test_nothing_is_added_without_a_short_specific_evidence() -> None:
     update = AceUpdate(source="curator")
     verdict_only = grounded_reflection(
-        "1", {"key_insight": REMARK}, correct=False, feedback="expected 96.5, got 12"
+        "1",
+        {"key_insight": REMARK, INSIGHT_ABOUT: "playbook"},
+        correct=False,
+        feedback="expected 96.5, got 12",
     )
     generic = reflection("2", "check the units before answering.")
     long_list = reflection("3", " ".join(f"call_{i}(x={i})." for i in range(60)))
@@ -87,27 +94,37 @@ def _forgetful(body: Mapping[str, Any]) -> str:
     return json.dumps(data)
 
 
-async def test_every_stated_rule_reaches_the_playbook_when_the_curators_only_remark(
-    tmp_path: Path,
-) -> None:
-    task = RulesTask()
+async def _forgetful_run(run_dir: Path, **settings: Any) -> tuple[str, dict[str, Any], int]:
     with serve_in_thread(_forgetful) as server:
         llm = connect("sim", base_url=server.base_url, max_retries=0)
         try:
             await combee.train_async(
-                task, strategy="combee", batch_size=16, llm=llm, run_dir=tmp_path / "run",
-                seed=0, train_limit=16, val_limit=0, test_limit=0, screen=False,
+                RulesTask(), strategy="combee", batch_size=16, llm=llm, run_dir=run_dir,
+                seed=0, train_limit=16, val_limit=0, test_limit=0, screen=False, **settings,
             )  # fmt: skip
         finally:
             await llm.aclose()
         curators = sum(r.schema_name == "curator" for r in server.records)
+    results = json.loads((run_dir / "final_results.json").read_text())
+    return (run_dir / "playbook.txt").read_text(), results, curators
+
+
+async def test_every_stated_rule_reaches_the_playbook_when_the_curators_only_remark(
+    tmp_path: Path,
+) -> None:
+    task = RulesTask()
+    playbook, results, curators = await _forgetful_run(tmp_path / "run")
     assert curators >= 2  # several groups, each of which forgot its rules
-    playbook = (tmp_path / "run" / "playbook.txt").read_text()
     for entity in task.entities:
         assert entity.rule in playbook, entity.rule
-    assert "relevant information" not in playbook
-    results = json.loads((tmp_path / "run" / "final_results.json").read_text())
+    # The curator's own text is applied as it wrote it, remark or not: it is never judged
+    # by its words.
+    assert REMARK in playbook
     assert results["lessons_repaired_total"][REPAIR] >= 16
+    # The repair is a setting: off, the playbook holds only what the curators wrote.
+    off, results, _ = await _forgetful_run(tmp_path / "off", copy_rules=False)
+    assert [e.rule for e in task.entities if e.rule in off] == []
+    assert REPAIR not in results["lessons_repaired_total"]
 
 
 STIBROU = "The yield of a Stibrou is its base value multiplied by 3."
