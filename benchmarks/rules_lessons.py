@@ -28,9 +28,9 @@ from pathlib import Path
 from combee.llm.connect import connect
 from combee.methods.ace import prompts, schemas
 from combee.methods.ace.grounding import ground, is_remark
-from combee.methods.ace.schemas import INSIGHT_ABOUT
 from combee.methods.ace.method import AceMethod
 from combee.methods.ace.playbook import Playbook
+from combee.methods.ace.schemas import INSIGHT_ABOUT
 from combee.methods.ace.settings import AceSettings
 from combee.tasks.rules import RulesTask
 
@@ -105,7 +105,8 @@ async def run(args: argparse.Namespace) -> dict[str, object]:
                 "source": grounded.source,
             }
         )
-    return {"model": args.model, "task": args.task, "seconds": round(time.perf_counter() - started, 1), "rows": rows}
+    seconds = round(time.perf_counter() - started, 1)
+    return {"model": args.model, "task": args.task, "seconds": seconds, "rows": rows}
 
 
 def main() -> None:
