@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from combee.methods.ace.settings import REPAIRS
 from combee.report.runs_index import RunInfo, number, role_usage, whole
 
 MISSING = "–"
@@ -44,6 +45,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("strategy", "strategy", _text),
     Column("batch", "batch size", _text, "batch"),
     Column("seed", "seed", _text),
+    Column("repairs", "repairs", _text),
     Column("test_accuracy", "test accuracy", _fixed(3), "acc"),
     Column("baseline_test_accuracy", "baseline accuracy", _fixed(3), "base acc"),
     Column("train_seconds", "train s", _fixed(2)),
@@ -57,6 +59,15 @@ COLUMNS: tuple[Column, ...] = (
     Column("status", "status", _text),
 )
 """The table's columns, in order. ``prompt_tokens`` is a GEPA run's context size."""
+
+
+def repairs(config: dict[str, Any]) -> str | None:
+    """Which of ACE's repairs the run had on: ``on`` (all), ``off`` (none) or the names of those
+    on; None for a method without them. A config from before they were settings had all on."""
+    if config.get("method", "ace") not in ("ace", "ace-traces", "ace-agent"):
+        return None
+    on = [name for name in REPAIRS if config.get(name, True)]
+    return "on" if len(on) == len(REPAIRS) else "+".join(on) or "off"
 
 
 def effective_batch_size(run: RunInfo) -> int | None:
@@ -121,6 +132,7 @@ def row_of(run: RunInfo) -> dict[str, Any]:
         "effective_batch_size": effective_batch_size(run),
         "batch": _batch_label(run),
         "seed": whole(config.get("seed")),
+        "repairs": repairs(config),
         "test_accuracy": number(run.final("test_accuracy")) if run.finished else None,
         "baseline_test_accuracy": number(run.final("baseline_test_accuracy")),
         "train_seconds": number(run.final("train_seconds")) if run.finished else _wall(run),

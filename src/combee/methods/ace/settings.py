@@ -7,6 +7,11 @@ from typing import ClassVar
 
 from combee.declare import SettingsGroup, setting
 
+REPAIRS = ("copy_rules", "drop_contradictions", "overrule_drops")
+"""ACE's repairs: the settings that add or keep text the model did not write, or leave out
+text it did (:mod:`combee.methods.ace.grounding`, :mod:`~combee.methods.ace.coverage`,
+:mod:`~combee.methods.ace.merging`)."""
+
 
 @dataclass(frozen=True)
 class AceSettings(SettingsGroup):
