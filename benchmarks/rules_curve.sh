@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The `rules` curve of docs/quality.md on the embedded model: both task variants (`rules`, whose
+# The `rules` curve of docs/quality.md on the embedded model, then Formula and FiNER at batch 32:
+# both `rules` variants (`rules`, whose
 # feedback states the rule, and `rules-unstated`, whose feedback gives the verdict and the
 # reference answer only), ACE's repairs all on and all off, the cells in the order the docs need
 # them. Every cell shares one response cache, so a cell replays the calls another made with the
@@ -67,5 +68,15 @@ for variant in rules rules-unstated; do
     group "$variant" "$repairs" $fits combee-sqrt,topk,hier-summarize 32 0,1
     group "$variant" "$repairs" $fits naive,combee,combee-sqrt,topk,hier-summarize 16 0,1
     group "$variant" "$repairs" $fits sequential 1 0,1
+  done
+done
+# Formula and FiNER at batch 32 with the defaults (their feedback is a verdict: nothing to copy).
+for task in formula finer; do
+  for strategies in naive,combee sequential; do
+    size=32
+    [ "$strategies" = sequential ] && size=1
+    "$combee" compare --task "$task" --train-limit 32 --val-limit 0 --test-limit 16 --baseline \
+      --max-tokens 1024 --context-window $fits --cache "$cache" --out "$out/$task" \
+      --strategies "$strategies" --batch-sizes "$size" --seeds 0 --no-report
   done
 done

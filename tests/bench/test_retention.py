@@ -104,6 +104,7 @@ def test_the_command_writes_its_table(tmp_path: Path) -> None:
         assert again.returncode == 0, again.stderr
         assert len(server.records) == calls  # the rerun replayed every call from the cache
     report = json.loads((tmp_path / "retention.json").read_text())
+    assert report["settings"]["repairs"] is True  # the table says the repairs were on
     rows = {row["strategy"]: row for row in report["rows"]}
     assert rows["sequential"]["llm_calls"] == {"curator": 4}
     assert rows["naive"]["retained"] == 4

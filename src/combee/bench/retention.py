@@ -25,7 +25,7 @@ from combee.errors import CombeeError
 from combee.llm.client import LLM
 from combee.llm.types import DEFAULT_MAX_TOKENS
 from combee.methods.ace import AceMethod, AceUpdate, Playbook
-from combee.methods.ace.settings import AceSettings
+from combee.methods.ace.settings import REPAIRS, AceSettings
 from combee.strategies.registry import STRATEGIES
 from combee.strategies.settings import CombeeSettings
 from combee.tasks.base import Sample, Score
@@ -167,7 +167,10 @@ async def _aggregate(
     method = _TracedAce(
         client,
         _no_score,
-        ace=AceSettings(token_budget=options.get("token_budget")),
+        ace=AceSettings(
+            token_budget=options.get("token_budget"),
+            **dict.fromkeys(REPAIRS, bool(options.get("repairs", True))),
+        ),
         max_tokens=int(options.get("max_tokens", DEFAULT_MAX_TOKENS)),
     )
     strategy = STRATEGIES.create(strategy_name, seed=seed, **offered([options["strategy"]]))
@@ -241,13 +244,16 @@ async def retention_async(
     groups: str = CombeeSettings.groups,
     token_budget: int | None = None,
     max_tokens: int = DEFAULT_MAX_TOKENS,
+    repairs: bool = True,
     on_row: Callable[[RetentionRow], None] | None = None,
     on_progress: Callable[[RetentionProgress], None] | None = None,
     progress_every_s: float = PROGRESS_EVERY_S,
 ) -> list[RetentionRow]:
     """Aggregate ``sizes`` lessons once with each strategy; one row per (strategy, size).
 
-    ``groups`` is ``combee``'s level-1 group rule (``capacity`` or ``sqrt``). ``on_row`` gets
+    ``groups`` is ``combee``'s level-1 group rule (``capacity`` or ``sqrt``). ``repairs``: ACE's
+    repairs all on (the default) or all off (:data:`~combee.methods.ace.settings.REPAIRS`; with
+    no feedback to copy, the merge's overruled drops are the one that acts). ``on_row`` gets
     each row as it ends; ``on_progress``, every ``progress_every_s`` seconds
     while a row is still aggregating, the calls it has made so far."""
     for name in strategies:
@@ -256,6 +262,7 @@ async def retention_async(
     options = {
         "token_budget": token_budget,
         "max_tokens": max_tokens,
+        "repairs": repairs,
         "strategy": CombeeSettings(duplication=duplication, fan_in=fan_in, groups=groups),
     }
     rows: list[RetentionRow] = []

@@ -61,6 +61,13 @@ def retention_command(
         Path | None,
         typer.Option(help="Response cache (SQLite): a rerun replays the calls it holds."),
     ] = None,
+    repairs: Annotated[
+        bool,
+        typer.Option(
+            help="ACE's repairs (copy_rules, drop_contradictions, overrule_drops) all on, or "
+            "all off: the playbook holds only what the model wrote."
+        ),
+    ] = True,
     **options: Any,
 ) -> None:
     """Aggregate N synthetic lessons once with each strategy; report how many survive."""
@@ -81,6 +88,7 @@ def retention_command(
         "duplication": duplication,
         "fan_in": fan_in,
         "groups": groups,
+        "repairs": repairs,
     }
     done: list[RetentionRow] = []
 
@@ -124,6 +132,7 @@ def retention_command(
             groups=groups,
             token_budget=token_budget or None,
             max_tokens=max_tokens,
+            repairs=repairs,
             on_row=show,
             on_progress=progress,
         )

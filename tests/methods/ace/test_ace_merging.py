@@ -137,6 +137,11 @@ def test_a_drop_stands_only_when_something_else_carries_the_lessons_specifics() 
     ]
     assert merged.dropped == {"merge_drop": 3}
     assert merged.repaired == {"merge_drop_overruled": 1}
+    # The repair is a setting: off, every drop of the reply stands.
+    plain = resolve_merge([local, AceUpdate()], reply, known=known, overrule_drops=False)
+    assert plain is not None
+    assert [op["content"] for op in plain.operations] == ["Use the Vabril factor 1.08."]
+    assert plain.dropped == {"merge_drop": 4} and plain.repaired == {}
 
 
 def test_a_name_that_opens_the_lesson_counts_as_one_of_its_specifics() -> None:
