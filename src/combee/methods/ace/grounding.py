@@ -63,19 +63,6 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _WHOLE_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])")
 _CLAUSE = re.compile(rf"{_SENTENCE.pattern}|\n+")
-_WORD = re.compile(
-    r"^\s*(?:wrong|correct|incorrect|right|passed|failed|success|failure|ok)\b\s*[:.,;-]?\s*", re.I
-)
-_EXPECTED_GOT = re.compile(r"^\s*expected\b.{0,400}?,\s*got\b", re.I | re.S)
-_UTILITY = re.compile(r"^\s*utility\s*:\s*(?:passed|failed)\b", re.I)
-_LABEL = re.compile(
-    r"^\s*(?:the\s+)?(?:rule|hint|note|reason|explanation|reference|lesson)\s*:\s*", re.I
-)
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-_WHOLE_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])")
-_CLAUSE = re.compile(rf"{_SENTENCE.pattern}|\n+")
-_QUOTED = re.compile(r"\"([^\"]{20,})\"|(?:(?<=\s)|^)'([^']{20,})'(?=[\s.,;:)]|$)")
 _WORD = re.compile(r"[\w.()\-]+")
 _OPENING = re.compile(r"(?:^|[.!?;:]\s+)([A-Z][\w\-]+)")
 _STARTER_WORDS = """
