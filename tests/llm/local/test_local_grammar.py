@@ -99,8 +99,9 @@ def test_merge_numbers_cover_every_operation_and_combined_lessons_are_whole() ->
 def test_free_text_fields_share_the_budget_and_tags_stay_few() -> None:
     reflector = bounded_schema(ace_schemas.REFLECTOR.schema, 600)
     fields = reflector["properties"]
-    free = [f for f in fields.values() if f.get("type") == "string"]
+    free = [f for f in fields.values() if f.get("type") == "string" and "enum" not in f]
     assert len(free) == 5 and len({f["maxLength"] for f in free}) == 1
+    assert "maxLength" not in fields["key_insight_about"]  # an enum, as the tags are
     assert free[0]["maxLength"] >= 100
     assert fields["bullet_tags"]["maxItems"] <= 6
     assert "maxLength" not in fields["bullet_tags"]["items"]["properties"]["tag"]  # an enum
