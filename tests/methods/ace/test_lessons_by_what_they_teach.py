@@ -151,7 +151,19 @@ def learned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Playbook, dict[st
         finally:
             combee.sync.run_sync(llm.aclose(), async_name="aclose")
         reflected = sum(r.schema_name == "reflector" for r in server.records)
+        curated = "\n".join(
+            str(r.body["messages"][-1]["content"])
+            for r in server.records
+            if r.schema_name == "curator"
+        )
     assert reflected == len(samples)
+    # A reflection whose key insight is a remark holds no lesson: no curator reads it, while
+    # every lesson reaches one.
+    remarks = [i for i, (_, about) in enumerate(PLAN.values()) if about != "task"]
+    assert len(remarks) == 14
+    assert [sid for sid in PLAN if f"sample {sid} " in curated] == [
+        sid for i, sid in enumerate(PLAN) if i not in remarks
+    ]
     playbook = Playbook.parse(result.text)
     return playbook, json.loads((run_dir / "final_results.json").read_text())
 

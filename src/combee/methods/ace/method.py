@@ -185,6 +185,7 @@ class AceMethod:
         )
 
     async def curate(self, context: Playbook, reflections: Sequence[Reflection]) -> AceUpdate:
+        reflections = with_lessons(reflections)
         if not reflections:
             return AceUpdate(source="none")
         messages = prompts.curator_messages(
@@ -282,6 +283,7 @@ class AceMethod:
     async def condense(self, context: Playbook, reflections: Sequence[Reflection]) -> Reflection:
         """One ``summarize`` call: the reflections' (or earlier summaries') lessons in one
         :class:`~combee.methods.ace.summary.Summary` (the ``summarize`` strategies' step)."""
+        reflections = with_lessons(reflections)
         if not reflections:
             return summary_of({}, reflections)
         messages = prompts.summarize_messages(reflections)
@@ -336,6 +338,14 @@ class AceMethod:
         )
         self.lessons.add(self.last_apply)
         return result.playbook
+
+
+def with_lessons(reflections: Sequence[Reflection]) -> list[Reflection]:
+    """``reflections`` without those that hold no lesson: the reflector called its key insight a
+    remark and no repair replaced it (``dropped``). Their analysis still speaks of the playbook
+    or the attempt, and a curator shown it writes that down; their bullet tags still count
+    (:meth:`AceMethod.tally`)."""
+    return [r for r in reflections if r.lesson_source != "dropped"]
 
 
 def _update(reply: Mapping[str, Any], source: str) -> AceUpdate:
