@@ -31,8 +31,6 @@ METHOD_OWNERS = ("ace", "gepa")
 """The settings groups a method's factory is offered (by these keywords)."""
 STRATEGY_OWNERS = ("combee", "topk")
 """The settings groups a strategy's factory is offered (by these keywords)."""
-SAMPLING = ("temperature", "max_tokens")
-"""The sampling of every call, which a method's factory is offered as well."""
 STRATEGY = frozenset(item.name for item in SETTINGS if item.owner in STRATEGY_OWNERS)
 """The strategy settings, by name."""
 
@@ -201,7 +199,7 @@ def limited(samples: Sequence[Sample], limit: int | None) -> list[Sample]:
 def method_options_of(settings: RunSettings) -> dict[str, Any]:
     """The settings a method's factory is offered: the sampling of every call, and each
     method's settings group (see :func:`combee.declare.offered`)."""
-    sampling = {name: getattr(settings, name) for name in SAMPLING}
+    sampling = {"temperature": settings.temperature, "max_tokens": settings.max_tokens}
     return {**sampling, **offered(groups_in(settings, METHOD_OWNERS))}
 
 
