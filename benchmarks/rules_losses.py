@@ -38,11 +38,10 @@ from combee.core.loop import IterationReport, LoopObserver
 from combee.llm.connect import connect
 from combee.methods.ace.method import AceMethod
 from combee.methods.ace.playbook import Playbook
+from combee.methods.ace.settings import REPAIRS
 from combee.methods.ace.update import AceUpdate
 from combee.tasks.rules import RulesTask
 
-REPAIRS = ("copy_rules", "drop_contradictions", "overrule_drops")
-"""ACE's repairs, all on or all off with ``--repairs``."""
 STAGES = ("reflector", "curator", "merge", "apply", "generator", "kept", "no rule")
 
 
