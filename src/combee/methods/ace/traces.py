@@ -85,7 +85,7 @@ class TraceAceMethod(AceMethod):
             reply,
             correct=trajectory.score.correct,
             feedback=trace.outcome.feedback,
-            shown_data=tool_results(trace),
+            shown_data=untrusted_text(trace),
             trusted=trusted_text(trace),
         )
 
@@ -115,6 +115,13 @@ class TraceAceMethod(AceMethod):
 def tool_results(trace: Trace) -> tuple[str, ...]:
     """What the trace's tools returned: data, never instructions (the lesson must not copy it)."""
     return tuple(m.content for m in trace.messages if m.role == "tool" and m.content)
+
+
+def untrusted_text(trace: Trace) -> tuple[str, ...]:
+    """What the reflector is shown as data, which a lesson must not copy: the tools' results
+    and feedback text from someone other than the checker."""
+    sent = trace.outcome.untrusted_feedback
+    return (*tool_results(trace), sent) if sent else tool_results(trace)
 
 
 def trusted_text(trace: Trace) -> tuple[str, ...]:

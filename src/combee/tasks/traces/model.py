@@ -31,11 +31,16 @@ class TraceMessage:
 @dataclass(frozen=True)
 class Outcome:
     """How the attempt ended, as far as the record says: a success flag, a reward, or neither
-    (then the reflector judges the trajectory itself), plus any feedback text."""
+    (then the reflector judges the trajectory itself), plus any feedback text.
+
+    ``feedback`` is the checker's (trusted: a lesson may repeat it); ``untrusted_feedback`` is
+    text sent with the outcome by someone who is not (a gateway's agent or its user): the
+    reflector sees it as data, never as the verdict, and a lesson may not copy it."""
 
     success: bool | None = None
     reward: float | None = None
     feedback: str = ""
+    untrusted_feedback: str = ""
 
     @property
     def known(self) -> bool:
