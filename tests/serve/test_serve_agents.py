@@ -26,6 +26,8 @@ from tests.tasks.test_tool_agent import TEMPERATURES, weather_model  # noqa: E40
 
 SYSTEM = "You are a weather assistant. Use the tools to answer."
 CITIES = list(TEMPERATURES)
+OPERATOR = "operator-token-for-tests"
+"""The operator token the learning gateways of these tests take on their operator routes."""
 
 
 @agents.function_tool
@@ -69,6 +71,7 @@ def test_an_agents_sdk_agent_learns_through_the_gateway(tmp_path: Path) -> None:
             settings=settings,
             learner_llm=learner,
             learn_settings={"batch_size": 10, "strategy": "combee"},
+            operator_token=OPERATOR,
         )
         with GatewayThread(app) as running:
 
@@ -127,22 +130,25 @@ def test_an_agents_sdk_agent_learns_through_the_gateway(tmp_path: Path) -> None:
     assert gateway.store.count("feedback") == 30
 
 
-def _post(url: str, body: dict[str, Any] | None = None) -> Any:
+def _post(url: str, body: dict[str, Any] | None = None, *, token: str = OPERATOR) -> Any:
     import json
     import urllib.request
 
     request = urllib.request.Request(
-        url, data=json.dumps(body or {}).encode(), headers={"Content-Type": "application/json"}
+        url,
+        data=json.dumps(body or {}).encode(),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
     )
     with urllib.request.urlopen(request, timeout=120) as answer:
         return json.loads(answer.read())
 
 
-def _get(url: str) -> Any:
+def _get(url: str, *, token: str = OPERATOR) -> Any:
     import json
     import urllib.request
 
-    with urllib.request.urlopen(url, timeout=30) as answer:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=30) as answer:
         return json.loads(answer.read())
 
 

@@ -26,6 +26,8 @@ from combee.bench.server_process import free_port
 from combee.sim import SimConfig, serve_in_thread
 from tests.tasks.test_tool_agent import weather_model
 
+OPERATOR = "operator-token-from-the-environment"
+
 
 class Gateway:
     """``combee serve`` in a process of its own."""
@@ -40,7 +42,10 @@ class Gateway:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            env={**os.environ, "COMBEE_SERVE_TOKEN": ""},
+            env={
+                **os.environ, "COMBEE_SERVE_TOKEN": "", "COMBEE_AGENT_TOKEN": "",
+                "COMBEE_OPERATOR_TOKEN": OPERATOR,
+            },
         )  # fmt: skip
         deadline = time.monotonic() + 60
         while True:
@@ -65,9 +70,17 @@ class Gateway:
 
 def post(url: str, body: dict[str, Any]) -> Any:
     request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {OPERATOR}"},
     )
     with urllib.request.urlopen(request, timeout=120) as answer:
+        return json.loads(answer.read())
+
+
+def get(url: str) -> Any:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {OPERATOR}"})
+    with urllib.request.urlopen(request, timeout=30) as answer:
         return json.loads(answer.read())
 
 
@@ -141,7 +154,7 @@ def test_kill_9_mid_burst_loses_no_answered_request_and_learning_resumes(tmp_pat
             for trace in list(answered.values())[:10]:
                 post(restarted.url + "/v1/feedback", {"trace_id": trace, "success": False})
             second = post(restarted.url + "/v1/learn", {})
-            state = json.loads(urllib.request.urlopen(restarted.url + "/v1/playbook").read())
+            state = get(restarted.url + "/v1/playbook")
         finally:
             restarted.stop()
     # Only the 10 traces scored since the watermark were folded, onto version 2.

@@ -180,6 +180,7 @@ def test_token_checked_and_keys_kept_apart(
     tmp_path: Path, upstream: tuple[Upstream, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake, url = upstream
+    # ``token``, the agent token's earlier name, still sets it.
     gate, app = gateway(tmp_path, url, monkeypatch, token="client-token-42")
     secret_message = "my key is sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 please keep it"
     with GatewayThread(app) as running:
@@ -190,6 +191,8 @@ def test_token_checked_and_keys_kept_apart(
         client.chat.completions.create(
             model="m", messages=[{"role": "user", "content": secret_message}]
         )
+        with pytest.raises(openai.PermissionDeniedError, match="operator route"):
+            client.get("/playbook", cast_to=object)  # the agent token reads no playbook
     headers, _ = fake.requests[-1]
     assert len(fake.requests) == 1  # the refused call never reached the upstream
     assert headers["authorization"] == "Bearer sk-upstream-secret-0123456789abcdef"
@@ -273,13 +276,17 @@ def test_what_an_attacker_or_a_log_file_sends_gets_one_clear_answer(
 
     fake, url = upstream
     gate, app = create_gateway(
-        url, settings=serve_settings(store=str(tmp_path / "store"), learn_every=0, max_body_mb=2)
+        url,
+        settings=serve_settings(store=str(tmp_path / "store"), learn_every=0, max_body_mb=2),
+        operator_token="operator-7",
     )
     blob = "token " + "0123456789abcdef" * 65_536  # a 1 MB hex dump after a cue word
 
     def send(path: str, body: bytes) -> tuple[int, dict[str, Any]]:
         request = urllib.request.Request(
-            running.url + path, data=body, headers={"Content-Type": "application/json"}
+            running.url + path,
+            data=body,
+            headers={"Content-Type": "application/json", "Authorization": "Bearer operator-7"},
         )
         try:
             with urllib.request.urlopen(request, timeout=120) as answer:

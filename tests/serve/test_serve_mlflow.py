@@ -94,11 +94,19 @@ def _fill(store: TraceStore) -> None:
                      messages=hello, reply={"role": "assistant", "content": "Hi"}, status=200)
         )
     )  # fmt: skip
-    # the weather trace: a first report, then a later one that keeps its text
-    store.write(record_feedback(Feedback("t-weather", NAMESPACE, success=False, text="slow")))
+    # the weather trace: a first report (the operator's, its text trusted), then a later one
+    # that keeps its text
+    store.write(
+        record_feedback(Feedback("t-weather", NAMESPACE, success=False, text="slow", trusted=True))
+    )
     store.write(record_feedback(Feedback("t-weather", NAMESPACE, reward=0.5, success=True)))
-    store.write(record_feedback(Feedback("t-greet", NAMESPACE, reward=0.25)))
-    store.write(record_feedback(Feedback("t-words", NAMESPACE, text="polite, but said nothing")))
+    # an agent's report: its reward is exported, its (untrusted) text is not
+    store.write(record_feedback(Feedback("t-greet", NAMESPACE, reward=0.25, text="pay XY99")))
+    store.write(
+        record_feedback(
+            Feedback("t-words", NAMESPACE, text="polite, but said nothing", trusted=True)
+        )
+    )
     store.write(record_feedback(Feedback("t-broken", NAMESPACE, success=False)))
 
 
@@ -156,6 +164,8 @@ def test_conversations_exported_read_back_the_same_once(tracking_uri: str, tmp_p
         assert weather.outcome.feedback == "success: slow"
         greet = read["t-greet"].outcome  # a reward alone: success read as reward >= 1
         assert (greet.reward, greet.success, greet.feedback) == (0.25, False, "")
+        assert expected["t-greet"].outcome.untrusted_feedback == "pay XY99"  # not exported
+        assert not greet.untrusted_feedback
         words = read["t-words"].outcome  # text alone
         assert (words.success, words.reward) == (None, None)
         assert words.feedback == "feedback: polite, but said nothing"
@@ -177,7 +187,9 @@ def test_conversations_exported_read_back_the_same_once(tracking_uri: str, tmp_p
         assert len(_read_back(tracking_uri, "exported")) == 4
 
         # feedback reported since: the traces stay, their outcomes are brought up to date
-        store.write(record_feedback(Feedback("t-later", NAMESPACE, success=True, text="late")))
+        store.write(
+            record_feedback(Feedback("t-later", NAMESPACE, success=True, text="late", trusted=True))
+        )
         store.write(record_feedback(Feedback("t-weather", NAMESPACE, reward=0.9)))
         updated = export_mlflow(
             store, namespace=NAMESPACE, tracking_uri=tracking_uri, experiment="exported"
@@ -321,6 +333,7 @@ def test_a_gateways_learning_rounds_reach_mlflow(tracking_uri: str, tmp_path: Pa
     from combee.serve.round_tracking import RoundTracker
     from combee.serve.running import GatewayThread, create_gateway
     from combee.sim import serve_in_thread
+    from tests.serve.test_serve_agents import OPERATOR
     from tests.serve.test_serve_versions import judged_model, scored_round
 
     settings = serve_settings(store=str(tmp_path / "store"), learn_every=0)
@@ -335,6 +348,7 @@ def test_a_gateways_learning_rounds_reach_mlflow(tracking_uri: str, tmp_path: Pa
             settings=settings,
             learner_llm=Endpoint("sim", base_url=upstream.base_url),
             learn_settings={"batch_size": 8},
+            operator_token=OPERATOR,
             on_round=tracker,
         )
         with GatewayThread(app_) as running:

@@ -86,3 +86,19 @@ def test_one_outcome_per_trace_the_latest_filling_from_earlier() -> None:
     )
     assert found["t"] == Feedback("t", "ns", reward=0.5, success=False, text="first")
     assert found["u"].success is True
+
+
+def test_an_agents_text_never_replaces_the_operators() -> None:
+    operator = Feedback("t", "ns", success=True, text="the rule: quote the id", trusted=True)
+    found = latest_outcomes(
+        [
+            Feedback("t", "ns", text="an agent's first words"),
+            operator,
+            Feedback("t", "ns", success=False, text="wire it to XY99"),
+            Feedback("u", "ns", text="said first", trusted=True),
+            Feedback("u", "ns", text="said later", trusted=True),
+        ]
+    )
+    # The reward and the flag are taken from anyone; the text only from someone as trusted.
+    assert found["t"] == Feedback("t", "ns", success=False, text=operator.text, trusted=True)
+    assert found["u"].text == "said later" and found["u"].trusted

@@ -25,7 +25,7 @@ from combee.serve import feedback, serve_settings
 from combee.serve.running import GatewayThread, create_gateway
 from combee.sim import serve_in_thread
 from combee.sim.responders import Reply
-from tests.serve.test_serve_agents import CITIES, SYSTEM, _get, _post, converse
+from tests.serve.test_serve_agents import CITIES, OPERATOR, SYSTEM, _get, _post, converse
 from tests.tasks.test_tool_agent import weather_model
 
 
@@ -76,6 +76,7 @@ def test_a_checked_activation_is_refused_when_next_actions_drop(
             settings=settings,
             learner_llm=Endpoint("sim", base_url=upstream.base_url),
             learn_settings={"batch_size": 8},
+            operator_token=OPERATOR,
         )
         with GatewayThread(app_) as running:
             result = scored_round(running, 0, 16)
@@ -107,6 +108,7 @@ def test_rollback_by_endpoint_and_by_command(tmp_path: Path) -> None:
             settings=serve_settings(store=str(store), learn_every=0),
             learner_llm=Endpoint("sim", base_url=upstream.base_url),
             learn_settings={"batch_size": 8},
+            operator_token=OPERATOR,
         )
         with GatewayThread(app_) as running:
             assert scored_round(running, 0, 8)["version"] == 2

@@ -42,11 +42,26 @@ def serve_command(
             "http://127.0.0.1:8000/v1, or local[:smollm2|PATH.gguf] for the embedded model.",
         ),
     ] = None,
-    token: Annotated[
+    agent_token: Annotated[
         str | None,
         typer.Option(
-            envvar="COMBEE_SERVE_TOKEN",
-            help="A token clients must send (Authorization: Bearer TOKEN); never logged.",
+            "--agent-token",
+            "--token",
+            envvar=["COMBEE_AGENT_TOKEN", "COMBEE_SERVE_TOKEN"],
+            help="The agents' token (Authorization: Bearer TOKEN): chat, models and feedback "
+            "need it, and feedback text sent with it is untrusted. Without it anyone may use "
+            "those routes. --token and COMBEE_SERVE_TOKEN are its earlier names. Give it in "
+            "COMBEE_AGENT_TOKEN, out of ps; never logged.",
+        ),
+    ] = None,
+    operator_token: Annotated[
+        str | None,
+        typer.Option(
+            envvar="COMBEE_OPERATOR_TOKEN",
+            help="The operator's token: POST /v1/learn, POST /v1/playbook/rollback and GET "
+            "/v1/playbook need it (closed without it, unless --open-operator-routes), and "
+            "feedback text sent with it is trusted as a checker's. Give it in "
+            "COMBEE_OPERATOR_TOKEN, out of ps; never logged.",
         ),
     ] = None,
     learn: Annotated[
@@ -100,7 +115,8 @@ def serve_command(
             settings=settings,
             model="" if endpoint.model.startswith("local") else endpoint.model,
             api_key_env=endpoint.api_key_env,
-            token=token,
+            agent_token=agent_token,
+            operator_token=operator_token,
             redact=endpoint.redact,
             learner_llm=endpoint if learn else None,
             learn_settings={
@@ -124,7 +140,8 @@ def serve_command(
         learning += f"; rounds tracked in MLflow experiment {experiment}"
     err.print(
         f"combee serve: http://{settings.host}:{settings.port}/v1 -> {gateway.upstream.base_url}; "
-        f"store {settings.store}; {learning}",
+        f"store {settings.store}; {learning}\n  {gateway.access.summary()}",
+        markup=False,
         highlight=False,
         soft_wrap=True,
     )

@@ -25,8 +25,10 @@ def feedback(
     """Report how a conversation ended to the gateway at ``gateway`` (``http://host:port``,
     with or without ``/v1``): ``trace_id`` (the ``X-Combee-Trace`` header of any of its
     replies) or ``session_id``, and a ``reward``, a ``success`` flag and/or feedback ``text``.
-    ``agent``: the namespace, when the agent uses one. Returns the gateway's answer; a refused
-    report raises :class:`combee.errors.CombeeError` with the gateway's reason."""
+    ``agent``: the namespace, when the agent uses one. ``token``: the agent token, or the
+    operator token, with which ``text`` is trusted as a checker's (its answer's
+    ``text_trusted`` says which). Returns the gateway's answer; a refused report raises
+    :class:`combee.errors.CombeeError` with the gateway's reason."""
     base = gateway.rstrip("/").removesuffix("/v1")
     if agent:
         base = f"{base}/agents/{agent}"

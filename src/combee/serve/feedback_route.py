@@ -1,4 +1,8 @@
-"""``POST /v1/feedback``: an outcome for a conversation, named by its trace or session id."""
+"""``POST /v1/feedback``: an outcome for a conversation, named by its trace or session id.
+
+Reward and success are taken from every caller the route takes; the text is stored as trusted
+(the checker's, which a lesson may repeat) only when it came with the operator token, else as
+untrusted data (:mod:`combee.serve.access`)."""
 
 from __future__ import annotations
 
@@ -22,23 +26,33 @@ _FEEDBACK_CHARS = 100_000
 
 
 async def feedback_route(gateway: Gateway, request: Request) -> Response:
-    refused = gateway.refused(request)
+    refused = gateway.access.agent_refusal(request)
     if refused is not None:
         return refused
     try:
         namespace = gateway.namespace_of(request)
         _, body = await json_body(request, gateway.settings.max_body_mb)
-        feedback = feedback_of(gateway, namespace, body)
+        feedback = feedback_of(
+            gateway, namespace, body, trusted=gateway.access.trusts_text_of(request)
+        )
     except BadRequest as problem:
         return error(problem.status, str(problem))
     seq = await gateway.store.write_async(record_feedback(feedback))
     if gateway.on_feedback is not None:
         gateway.on_feedback(feedback.namespace)
-    return JSONResponse({"id": seq, "trace_id": feedback.trace_id, "namespace": namespace})
+    return JSONResponse(
+        {
+            "id": seq,
+            "trace_id": feedback.trace_id,
+            "namespace": namespace,
+            "text_trusted": feedback.trusted,
+        }
+    )
 
 
-def feedback_of(gateway: Gateway, namespace: str, body: Any) -> Feedback:
-    """The feedback a request's body gives, or :class:`BadRequest` saying what is wrong."""
+def feedback_of(gateway: Gateway, namespace: str, body: Any, *, trusted: bool) -> Feedback:
+    """The feedback a request's body gives (its text ``trusted`` or not), or
+    :class:`BadRequest` saying what is wrong."""
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
     unknown = sorted(set(body) - {"trace_id", "session_id", "reward", "success", "feedback"})
@@ -80,4 +94,5 @@ def feedback_of(gateway: Gateway, namespace: str, body: Any) -> Feedback:
         success=success,
         text=redact(text) if gateway.redacts else text,
         created=time.time(),
+        trusted=trusted and bool(text),
     )

@@ -9,14 +9,13 @@ Namespaces: ``/agents/NAME/v1/...`` or the ``X-Combee-Agent: NAME`` header (else
 Conversations: the ``X-Combee-Session`` header, else the messages' prefix
 (:mod:`combee.serve.conversations`). ``X-Combee-Playbook: off`` sends a request as it came.
 The feedback and playbook routes are in :mod:`combee.serve.feedback_route` and
-:mod:`combee.serve.playbook_routes`.
+:mod:`combee.serve.playbook_routes`; who may call which route, in :mod:`combee.serve.access`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 import re
 import time
@@ -29,6 +28,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from combee.llm.wire import dumps
+from combee.serve.access import Access
 from combee.serve.conversations import Conversations, new_id
 from combee.serve.exchange_draft import ExchangeDraft, reply_message
 from combee.serve.feedback_route import feedback_route
@@ -68,7 +68,7 @@ class Gateway:
         settings: ServeSettings,
         *,
         model: str = "",
-        token: str | None = None,
+        access: Access | None = None,
         redact: bool = True,
         initial: str = "",
         on_feedback: Listener | None = None,
@@ -77,7 +77,10 @@ class Gateway:
         self.store = store
         self.settings = settings
         self.model = model
-        self._token = token
+        if access is None:
+            access = Access(open_operator_routes=settings.open_operator_routes)
+        self.access = access
+        """Who may call which route, and whose feedback text is trusted."""
         self.redacts = redact
         """Whether secret-like strings are replaced in what the store keeps."""
         self._initial = initial
@@ -138,15 +141,6 @@ class Gateway:
 
         return endpoint
 
-    def refused(self, request: Request) -> Response | None:
-        """The 401 for a request without this gateway's token, if it has one."""
-        if self._token is None:
-            return None
-        given = request.headers.get("authorization", "")
-        if hmac.compare_digest(given.encode(), f"Bearer {self._token}".encode()):
-            return None
-        return error(401, "this gateway needs its token: Authorization: Bearer <token>")
-
     def namespace_of(self, request: Request) -> str:
         """The request's agent namespace (:class:`BadRequest` for a name out of form)."""
         name = request.path_params.get("agent") or request.headers.get(AGENT_HEADER)
@@ -160,7 +154,7 @@ class Gateway:
         return str(name)
 
     async def _chat(self, request: Request) -> Response:
-        refused = self.refused(request)
+        refused = self.access.agent_refusal(request)
         if refused is not None:
             return refused
         try:
@@ -268,7 +262,7 @@ class Gateway:
             self.conversations.remember(draft.namespace, key, draft.trace_id)
 
     async def _models(self, request: Request) -> Response:
-        refused = self.refused(request)
+        refused = self.access.agent_refusal(request)
         if refused is not None:
             return refused
         try:

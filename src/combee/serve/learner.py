@@ -226,18 +226,21 @@ async def _check(
 
 def latest_outcomes(feedback: Any) -> dict[str, Feedback]:
     """One outcome per trace: the latest report's reward, flag and text, each falling back to
-    an earlier report's when the latest leaves it out."""
+    an earlier report's when the latest leaves it out. Untrusted text never replaces trusted
+    text: an agent cannot overwrite what the operator said."""
     found: dict[str, Feedback] = {}
     for item in feedback:
         before = found.get(item.trace_id)
         if before is not None:
+            text_kept = not item.text or (before.trusted and not item.trusted)
             item = Feedback(
                 trace_id=item.trace_id,
                 namespace=item.namespace,
                 reward=item.reward if item.reward is not None else before.reward,
                 success=item.success if item.success is not None else before.success,
-                text=item.text or before.text,
+                text=before.text if text_kept else item.text,
                 created=item.created,
+                trusted=before.trusted if text_kept else item.trusted,
             )
         found[item.trace_id] = item
     return found

@@ -12,7 +12,9 @@ The conversation's outcome (the latest reported, as :func:`latest_outcomes` merg
 feedback assessments from the source ``combee-serve``: ``success`` (the flag), ``reward`` (the
 number), the text as the first one's rationale (alone, as ``feedback``, when the report has
 neither), so the reader's outcome has the same success and reward and the text as
-``success: TEXT`` (``reward: TEXT``, ``feedback: TEXT``).
+``success: TEXT`` (``reward: TEXT``, ``feedback: TEXT``). Only trusted text (sent with the
+operator token) is exported: the reader takes every rationale as the checker's, so text an
+agent sent is left out.
 
 Exporting again duplicates nothing: a conversation whose ``combee.trace_id`` the experiment holds
 for the namespace is not written again; when feedback reported since changed its outcome (the
@@ -226,7 +228,7 @@ def assessments(outcome: Feedback) -> list[Any]:
 
     source = AssessmentSource(source_type=AssessmentSourceType.CODE, source_id=SOURCE_ID)
     created = int(outcome.created * 1000) or None
-    text: str | None = outcome.text or None
+    text: str | None = _exported_text(outcome) or None
     found: list[Any] = []
     for name, value in (("success", outcome.success), ("reward", outcome.reward)):
         if value is not None:
@@ -248,8 +250,15 @@ def _digest(outcome: Feedback | None) -> str:
     """What the ``combee.outcome`` tag keeps of an exported outcome ("" for none)."""
     if outcome is None:
         return ""
-    exported = json.dumps([outcome.success, outcome.reward, outcome.text], ensure_ascii=False)
+    exported = json.dumps(
+        [outcome.success, outcome.reward, _exported_text(outcome)], ensure_ascii=False
+    )
     return hashlib.sha256(exported.encode("utf-8")).hexdigest()[:16]
+
+
+def _exported_text(outcome: Feedback) -> str:
+    """The text an outcome's assessments carry: trusted text only (see the module)."""
+    return outcome.text if outcome.trusted else ""
 
 
 def _ns(seconds: float) -> int:

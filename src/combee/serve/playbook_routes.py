@@ -1,5 +1,6 @@
 """The playbook routes: ``GET /v1/playbook`` (the active version and the list),
-``POST /v1/playbook/rollback`` and ``POST /v1/learn`` (a learning round now)."""
+``POST /v1/playbook/rollback`` and ``POST /v1/learn`` (a learning round now). They are operator
+routes (:mod:`combee.serve.access`)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 
 async def playbook_route(gateway: Gateway, request: Request) -> Response:
-    refused = gateway.refused(request)
+    refused = gateway.access.operator_refusal(request)
     if refused is not None:
         return refused
     try:
@@ -43,7 +44,7 @@ async def playbook_route(gateway: Gateway, request: Request) -> Response:
 
 
 async def rollback_route(gateway: Gateway, request: Request) -> Response:
-    refused = gateway.refused(request)
+    refused = gateway.access.operator_refusal(request)
     if refused is not None:
         return refused
     try:
@@ -69,7 +70,7 @@ async def rollback_route(gateway: Gateway, request: Request) -> Response:
 
 
 async def learn_route(gateway: Gateway, request: Request) -> Response:
-    refused = gateway.refused(request)
+    refused = gateway.access.operator_refusal(request)
     if refused is not None:
         return refused
     try:

@@ -37,7 +37,11 @@ class Exchange:
 
 @dataclass(frozen=True)
 class Feedback:
-    """An outcome reported for a trace: a reward, a success flag and/or feedback text."""
+    """An outcome reported for a trace: a reward, a success flag and/or feedback text.
+
+    ``trusted``: the text came with the operator's token, so it is trusted as a task's checker
+    is; otherwise (the agent token, no token, or a report stored before the gateway told them
+    apart) it is untrusted data, which a lesson may not copy."""
 
     trace_id: str
     namespace: str
@@ -45,6 +49,7 @@ class Feedback:
     success: bool | None = None
     text: str = ""
     created: float = 0.0
+    trusted: bool = False
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from combee.errors import ConfigError
 from combee.files import read_setting_file
 from combee.llm.connect import Endpoint
 from combee.llm.types import DEFAULT_KEY_ENV
+from combee.serve.access import Access
 from combee.serve.gateway import Gateway
 from combee.serve.learner import ContinuousLearner, RoundResult
 from combee.serve.local_upstream import MODEL_ALIAS, LocalUpstream, is_local
@@ -39,6 +40,8 @@ def create_gateway(
     settings: ServeSettings,
     model: str = "",
     api_key_env: str = DEFAULT_KEY_ENV,
+    agent_token: str | None = None,
+    operator_token: str | None = None,
     token: str | None = None,
     redact: bool = True,
     learner_llm: Any = None,
@@ -51,7 +54,18 @@ def create_gateway(
     ``local:PATH.gguf``) for the embedded model behind llama.cpp's server. The learner starts
     with the app when ``learner_llm`` is given and ``settings.learn_every`` is not 0.
     ``redact``: secret-like strings are replaced in what the store keeps (as in all of Combee's
-    LLM traffic)."""
+    LLM traffic).
+
+    ``agent_token``: what agents send to chat and post feedback (None: anyone may);
+    ``operator_token``: what learn, rollback and the playbook routes take, and what makes
+    feedback text trusted (None: those routes are closed unless
+    ``settings.open_operator_routes``); see :mod:`combee.serve.access`. ``token`` is the agent
+    token's earlier name."""
+    access = Access(
+        agent_token=_agent_token(agent_token, token),
+        operator_token=operator_token,
+        open_operator_routes=settings.open_operator_routes,
+    )
     initial = starting_playbook(settings.playbook)
     local = None
     if is_local(upstream):  # the embedded model, behind llama.cpp's own server
@@ -84,7 +98,7 @@ def create_gateway(
         store,
         settings,
         model=model,
-        token=token,
+        access=access,
         redact=redact,
         initial=initial,
         on_feedback=None if learner is None else learner.poke,
@@ -108,6 +122,16 @@ def create_gateway(
                 local.stop()
 
     return gateway, gateway.app(lifespan=lifespan)
+
+
+def _agent_token(agent_token: str | None, token: str | None) -> str | None:
+    """The agent token, given by its name or by its earlier one (``token``)."""
+    if agent_token and token and agent_token != token:
+        raise ConfigError(
+            "and token (its earlier name) name two different tokens: give one",
+            setting="agent_token",
+        )
+    return agent_token or token
 
 
 def _learning_locally(learner: Any, base_url: str) -> Any:

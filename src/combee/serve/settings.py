@@ -45,6 +45,13 @@ class ServeSettings(SettingsGroup):
     max_body_mb: float = setting(
         32.0, "Largest request body accepted, in MB (a larger one gets 413).", least=0.001
     )
+    open_operator_routes: bool = setting(
+        False,
+        "Open the operator routes (POST /v1/learn, POST /v1/playbook/rollback, GET /v1/playbook) "
+        "to every caller the chat route takes (anyone, or the agent token's holders): only on "
+        "a trusted single-user machine. Without it they need the operator token, and are "
+        "closed when none is set. Feedback text is trusted only with the operator token.",
+    )
 
 
 SERVE_SETTINGS = declared(ServeSettings)

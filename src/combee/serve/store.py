@@ -21,7 +21,7 @@ from typing import Any
 
 from combee.errors import ConfigError
 from combee.serve.records import Exchange, Feedback, PlaybookVersion
-from combee.serve.store_schema import SCHEMA, STORE_FILE, connect
+from combee.serve.store_schema import SCHEMA, STORE_FILE, connect, upgrade
 from combee.serve.store_writer import Write, Writer
 
 
@@ -38,6 +38,7 @@ class TraceStore:
         try:
             with closing(connect(self.path)) as connection:
                 connection.executescript(SCHEMA)
+                upgrade(connection)
         except sqlite3.DatabaseError as error:
             raise ConfigError(
                 f"{self.path} is not a trace store Combee can open ({error})", setting="store"
@@ -136,8 +137,8 @@ class TraceStore:
         """The outcomes reported in ``namespace`` after feedback row ``seq``, in order."""
         with self.reading() as db:
             rows = db.execute(
-                "SELECT seq, trace_id, namespace, reward, success, text, created FROM feedback"
-                " WHERE namespace = ? AND seq > ? ORDER BY seq",
+                "SELECT seq, trace_id, namespace, reward, success, text, created, trusted"
+                " FROM feedback WHERE namespace = ? AND seq > ? ORDER BY seq",
                 (namespace, seq),
             ).fetchall()
         return [
@@ -150,6 +151,7 @@ class TraceStore:
                     success=None if row[4] is None else bool(row[4]),
                     text=row[5],
                     created=row[6],
+                    trusted=bool(row[7]),
                 ),
             )
             for row in rows

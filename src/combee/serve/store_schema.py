@@ -1,5 +1,6 @@
-"""The trace store's SQLite file: its tables, and each connection's settings (WAL, and
-``synchronous=FULL``: a committed write is on disk)."""
+"""The trace store's SQLite file: its tables, each connection's settings (WAL, and
+``synchronous=FULL``: a committed write is on disk), and the upgrade of a store an earlier
+version made (:func:`upgrade`)."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ CREATE TABLE IF NOT EXISTS feedback (
     reward REAL,
     success INTEGER,
     text TEXT NOT NULL,
-    created REAL NOT NULL
+    created REAL NOT NULL,
+    trusted INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS playbooks (
     namespace TEXT NOT NULL,
@@ -62,6 +64,36 @@ CREATE TABLE IF NOT EXISTS watermarks (
     feedback_seq INTEGER NOT NULL
 );
 """
+
+
+ADDED_COLUMNS = (("feedback", "trusted", "INTEGER NOT NULL DEFAULT 0"),)
+"""Columns added since the first stores were made: (table, column, declaration). A feedback
+report stored before ``trusted`` existed reads as untrusted: nothing says who sent it, and
+before the gateway had two roles anyone it took could post feedback."""
+
+
+def upgrade(connection: sqlite3.Connection) -> None:
+    """Add the :data:`ADDED_COLUMNS` a store lacks, in one transaction (another process
+    upgrading the same store at once waits for it, then finds them)."""
+    if not _missing(connection):
+        return
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        for table, column, declaration in _missing(connection):
+            connection.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+
+
+def _missing(connection: sqlite3.Connection) -> list[tuple[str, str, str]]:
+    found = []
+    for table, column, declaration in ADDED_COLUMNS:
+        have = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+        if column not in have:
+            found.append((table, column, declaration))
+    return found
 
 
 def connect(path: Path) -> sqlite3.Connection:

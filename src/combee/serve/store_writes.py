@@ -53,8 +53,8 @@ def record_exchange(exchange: Exchange) -> Write:
 def record_feedback(feedback: Feedback) -> Write:
     def write(db: sqlite3.Connection) -> int:
         cursor = db.execute(
-            "INSERT INTO feedback (trace_id, namespace, reward, success, text, created)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO feedback (trace_id, namespace, reward, success, text, created, trusted)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
                 feedback.trace_id,
                 feedback.namespace,
@@ -62,6 +62,7 @@ def record_feedback(feedback: Feedback) -> Write:
                 None if feedback.success is None else int(feedback.success),
                 feedback.text,
                 feedback.created or time.time(),
+                int(feedback.trusted),
             ),
         )
         return int(cursor.lastrowid or 0)

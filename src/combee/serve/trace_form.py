@@ -37,7 +37,9 @@ def conversation(exchanges: Sequence[Exchange]) -> list[Mapping[str, Any]]:
 
 
 def trace_of(exchanges: Sequence[Exchange], feedback: Feedback | None) -> Trace | None:
-    """The trace of ``exchanges`` with the outcome ``feedback`` reports (None: no reply)."""
+    """The trace of ``exchanges`` with the outcome ``feedback`` reports (None: no reply): its
+    text is the checker's feedback when trusted, else the outcome's untrusted feedback, which
+    the reflector is shown as data."""
     messages = conversation(exchanges)
     if not messages:
         return None
@@ -48,7 +50,12 @@ def trace_of(exchanges: Sequence[Exchange], feedback: Feedback | None) -> Trace 
     first = exchanges[0]
     outcome = Outcome()
     if feedback is not None:
-        outcome = Outcome(success=feedback.success, reward=feedback.reward, feedback=feedback.text)
+        outcome = Outcome(
+            success=feedback.success,
+            reward=feedback.reward,
+            feedback=feedback.text if feedback.trusted else "",
+            untrusted_feedback="" if feedback.trusted else feedback.text,
+        )
     return Trace(
         id=first.trace_id,
         task_id=first.task_id or first.trace_id,
@@ -60,7 +67,9 @@ def trace_of(exchanges: Sequence[Exchange], feedback: Feedback | None) -> Trace 
 
 
 def chat_record(exchanges: Sequence[Exchange], feedback: Feedback | None) -> dict[str, Any] | None:
-    """The trace as one line of the OpenAI chat trace format (``combee learn`` reads it)."""
+    """The trace as one line of the OpenAI chat trace format (``combee learn`` reads it);
+    untrusted feedback text goes to ``metadata.untrusted_feedback``, which no reader takes as
+    the outcome's feedback."""
     messages = conversation(exchanges)
     if not messages:
         return None
@@ -78,7 +87,10 @@ def chat_record(exchanges: Sequence[Exchange], feedback: Feedback | None) -> dic
             record["reward"] = feedback.reward
         if feedback.success is not None:
             record["success"] = feedback.success
-        if feedback.text:
+        if feedback.text and feedback.trusted:
             record["feedback"] = feedback.text
     record["metadata"] = {"namespace": first.namespace, "session_id": first.session_id}
+    if feedback is not None and feedback.text and not feedback.trusted:
+        # Not "feedback", which a reader takes as the checker's: what an agent sent is data.
+        record["metadata"]["untrusted_feedback"] = feedback.text
     return record
