@@ -100,7 +100,7 @@ async def test_a_fifth_of_calls_faulting_loses_nothing(tmp_path: Path) -> None:
         try:
             result = await combee.train_async(
                 "formula", strategy="combee", batch_size=8, llm=llm, run_dir=tmp_path,
-                train_limit=24, val_limit=0, test_limit=8,
+                train_limit=24, val_limit=0, test_limit=8, gate=False,
             )  # fmt: skip
         finally:
             await llm.aclose()
@@ -229,7 +229,7 @@ def test_a_curate_call_that_fails_costs_its_iteration_not_the_run(tmp_path: Path
         result = run_combee(
             "train", "--task", "formula", "--strategy", "naive", "--batch-size", "4",
             "--train-limit", "8", "--val-limit", "0", "--test-limit", "2", "--model", "sim",
-            "--base-url", server.base_url, "--out", str(out),
+            "--base-url", server.base_url, "--out", str(out), "--no-gate",
         )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert (

@@ -22,7 +22,7 @@ async def test_the_next_batch_is_mapped_while_this_one_is_reduced(tmp_path: Path
     with serve_in_thread(ace_responder, SimConfig(gates=(gate,))) as server:
         result = await combee.train_async(
             "formula", strategy="combee", batch_size=8, train_limit=24, val_limit=0,
-            test_limit=4, pipeline=True, run_dir=tmp_path / "run",
+            test_limit=4, pipeline=True, gate=False, run_dir=tmp_path / "run",
             llm=combee.llm.Endpoint("sim", base_url=server.base_url),
         )  # fmt: skip
         records = server.records

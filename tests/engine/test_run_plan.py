@@ -25,7 +25,7 @@ def test_the_plan_takes_the_limits_of_the_run() -> None:
 
 def test_the_naive_plan_is_exact() -> None:
     # naive at batch size 4 on 8 samples: 2 curate calls, a validation of 8 after each batch.
-    found = plan("formula", strategy="naive", batch_size=4, train_limit=8, val_every=1)
+    found = plan("formula", strategy="naive", batch_size=4, train_limit=8, val_every=1, gate=False)
     assert all(calls.exact for calls in found.calls.values())
     assert {role: calls.most for role, calls in found.calls.items()} == {
         "preflight": 1,
@@ -34,6 +34,19 @@ def test_the_naive_plan_is_exact() -> None:
         "curator": 2,
     }
     assert found.iterations == CallRange.exactly(2)
+
+
+def test_the_gate_plans_its_budget_and_the_samples_it_holds_out() -> None:
+    # With a validation split: two of its samples per update, at most two scorings of them.
+    found = plan("formula", strategy="naive", batch_size=4, train_limit=8, val_every=1)
+    assert found.phases["gate"] == {"generator": CallRange(0, 2 * 4)}
+    assert found.calls["reflector"] == CallRange.exactly(8)
+    # Without one: each batch of 16 holds out 2 samples (an eighth), rolled out but not
+    # reflected on; a quarter of the batch's 32 learning calls is the budget.
+    found = plan("formula", strategy="naive", batch_size=16, train_limit=32, val_limit=0)
+    assert found.phases["gate"] == {"generator": CallRange(0, 2 * 8)}
+    assert found.calls["reflector"] == CallRange.exactly(32 - 2 * 2)
+    assert "gate" not in plan("formula", batch_size=8, train_limit=16, gate=False).phases
 
 
 def test_sequential_validates_every_third_iteration_and_at_the_end_of_each_epoch() -> None:

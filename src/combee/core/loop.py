@@ -21,7 +21,8 @@ from combee.core.batch_schedule import (
 )
 from combee.core.evaluate import SampleFailure, evaluate
 from combee.core.executor import AsyncioExecutor, Executor, MapOutcome
-from combee.core.iteration import run_iteration, too_many_failures
+from combee.core.gate import gate_of
+from combee.core.iteration import map_batch, run_iteration, too_many_failures
 from combee.core.loop_observer import VALIDATE, LoopObserver, ObserverGroup
 from combee.core.loop_reports import IterationReport, LoopOutcome
 from combee.core.loop_settings import LoopSettings
@@ -90,6 +91,10 @@ async def run_loop(
         all_failures = list(resume.failures)
         set_rng_state(rng, resume.rng)
         restore_parts(parts, resume.parts)
+    gate = gate_of(
+        method, run_on, score, on=config.gate, validation=val_samples,
+        samples=config.gate_samples, margin=config.gate_margin, seed=config.seed,
+    )  # fmt: skip
     started = time.perf_counter() - earlier_s
     index_of = {id(sample): index for index, sample in enumerate(train_samples)}
     for epoch in range(first_epoch, config.epochs + 1):
@@ -123,15 +128,14 @@ async def run_loop(
                 nonlocal ahead
                 if config.pipeline and at < len(order):
                     upcoming = order[at : at + next_batch_size(schedule, epoch, order, at)]
-                    ahead = (upcoming, asyncio.ensure_future(run_on.map(
-                        method, start, upcoming, reflect=True, score=score,
-                        on_done=watch.on_sample_done,
+                    ahead = (upcoming, asyncio.ensure_future(map_batch(
+                        run_on, method, start, upcoming, gate, score, watch.on_sample_done
                     )))  # fmt: skip
 
             try:
                 report = await run_iteration(
                     method, strategy, context, batch, (epoch, iteration), watch, run_on, score,
-                    mapped=mapped, after_map=map_ahead,
+                    mapped=mapped, after_map=map_ahead, gate=gate,
                 )  # fmt: skip
             except BaseException:
                 if ahead is not None:

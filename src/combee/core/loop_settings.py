@@ -23,6 +23,24 @@ class LoopSettings(SettingsGroup):
     pipeline: bool = setting(
         False, "Map the next batch while this one is reduced (against a context 1 update old)."
     )
+    gate: bool = setting(
+        True,
+        "Apply an update only where it does not lower the score on held-out samples (a "
+        "minibatch of the validation split, else a share of each batch kept out of learning); "
+        "the parts that lower it are left out, counted as gated.",
+    )
+    gate_samples: int = setting(
+        0,
+        "Held-out samples the gate scores each update on (0: an eighth of the batch, at least "
+        "2 of the validation split, or 1 of the batch's own).",
+        least=0,
+    )
+    gate_margin: float = setting(
+        0.0,
+        "How much an update may lower the held-out score (a share, 0 to 1) and still be applied.",
+        least=0.0,
+        most=1.0,
+    )
     baseline: bool = setting(False, "Also score the starting context on the test samples.")
     temperature: float = setting(0.0, "Sampling temperature of every call.", least=0.0)
     max_tokens: int = setting(DEFAULT_MAX_TOKENS, "Completion tokens per call.", least=1)

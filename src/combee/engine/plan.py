@@ -20,13 +20,14 @@ from typing import Any
 
 from combee.core.batch_schedule import BatchSchedule
 from combee.core.call_counts import NONE, CallRange, MethodCalls, PlansReduce, total
+from combee.core.gate import gate_budget, gate_samples, held_out_share
 from combee.core.types import Named, Strategy
 from combee.engine.prepare import Prepared, prepared
 from combee.engine.resolve import LLMArg, schedule_of
 from combee.llm.accounting import Prices
 from combee.llm.client import LLM
 from combee.llm.connect import Endpoint
-from combee.methods.registry import calls_of
+from combee.methods.registry import calls_of, gated
 from combee.tasks.base import Task
 
 PREFLIGHT_ROLE = "preflight"
@@ -142,6 +143,9 @@ class Shape:
     preflight: bool
     max_tokens: int
     prices: Prices | None = None
+    gate: bool = False
+    """Whether the run's updates are gated (:mod:`combee.core.gate`)."""
+    gate_samples: int = 0
     method_name: str = "the method"
     strategy_name: str = "the strategy"
     unknown: list[str] = field(default_factory=list)
@@ -170,8 +174,11 @@ def count_plan(shape: Shape, calls: MethodCalls | None, strategy: object) -> Run
     if calls is not None:
         training: dict[str, CallRange] = {}
         rollouts = CallRange.exactly(train * shape.epochs)
+        gated, held = _gate_rollouts(shape, unknown)
         total(_each(calls.rollout or {}, rollouts), training)
-        total(_each(calls.reflect, rollouts), training)
+        total(_each(calls.reflect, CallRange.exactly(train * shape.epochs - held)), training)
+        if gated.most:
+            phases["gate"] = _each(calls.rollout or {}, gated)
         reduce = _reduce_steps(shape, strategy)
         if shape.batch_sizes is None:
             unknown.append("the reduce calls (the batch sizes are chosen at run time)")
@@ -200,6 +207,26 @@ def count_plan(shape: Shape, calls: MethodCalls | None, strategy: object) -> Run
         max_tokens=shape.max_tokens,
         prices=shape.prices,
     )
+
+
+def _gate_rollouts(shape: Shape, unknown: list[str]) -> tuple[CallRange, int]:
+    """The gate's rollouts (none when an update has nothing to check) and the training samples
+    it holds out of reflection (when the run has no validation split)."""
+    if not shape.gate:
+        return NONE, 0
+    if shape.batch_sizes is None:
+        unknown.append("the gate's rollouts (the batch sizes are chosen at run time)")
+        return NONE, 0
+    val = shape.samples["val"]
+    most = held = 0
+    for size in shape.batch_sizes:
+        if val:
+            scored = min(gate_samples(size, shape.gate_samples), val)
+        else:
+            scored = held_out_share(size, shape.gate_samples)
+            held += scored
+        most += gate_budget(size, scored) if scored else 0
+    return CallRange(0, most * shape.epochs), held * shape.epochs
 
 
 def _each(per_call: Mapping[str, int], count: CallRange) -> dict[str, CallRange]:
@@ -279,6 +306,8 @@ def plan_of(
         preflight=preflight,
         max_tokens=run.max_tokens,
         prices=prices_of(llm),
+        gate=run.gate and gated(ready.method),
+        gate_samples=run.gate_samples,
         method_name=_name(ready.method),
         strategy_name=_name(ready.strategy),
     )

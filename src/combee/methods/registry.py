@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from combee.core.call_counts import MethodCalls, SaysCalls
+from combee.core.gate import SplitsUpdates
 from combee.core.learner import Learner, LoopLearner
 from combee.errors import ConfigError
 from combee.llm.client import LLM
@@ -65,12 +66,26 @@ def _gepa(
 
 METHODS.register("gepa", _gepa)
 
-METHOD_CALLS = {
-    "ace": AceMethod.CALLS,
-    "ace-traces": TraceAceMethod.CALLS,
-    "ace-agent": AgentAceMethod.CALLS,
+_LOOP_METHODS: dict[str, type[AceMethod]] = {
+    "ace": AceMethod,
+    "ace-traces": TraceAceMethod,
+    "ace-agent": AgentAceMethod,
 }
+METHOD_CALLS = {name: method.CALLS for name, method in _LOOP_METHODS.items()}
 """The calls of the registered methods that say them (a run's plan counts them)."""
+
+
+def gated(method: Any) -> bool:
+    """Whether a run of ``method`` (a registered name, a learner or a method object) can be
+    gated: Combee's loop trains it, it previews and splits its updates, and its rollouts are
+    attempts, not records (:mod:`combee.core.gate`)."""
+    if isinstance(method, str):
+        kind = _LOOP_METHODS.get(method)
+        return kind is not None and kind.CALLS.rollout != {}
+    inner = method.method if isinstance(method, LoopLearner) else method
+    if not isinstance(inner, SplitsUpdates):
+        return False
+    return not (isinstance(inner, SaysCalls) and inner.CALLS.rollout == {})
 
 
 def calls_of(method: Any) -> MethodCalls | None:

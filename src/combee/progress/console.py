@@ -160,7 +160,7 @@ class ConsoleProgress(LoopObserver):
             if report.failures
             else ""
         )
-        extra = escape("".join(f"  {k}={v}" for k, v in report.extra.items()))
+        extra = escape("".join(f"  {k}={_compact(v)}" for k, v in report.extra.items()))
         self.console.print(
             f"iter {report.iteration:>3}  batch {report.batch_size:>3}  {report.wall_s:6.1f}s  "
             f"train {correct}/{len(report.trajectories)}  reduce calls {levels}{val}{failed}"
@@ -226,3 +226,10 @@ def _invalid(failures: Sequence[SampleFailure]) -> str:
     """`` (N invalid steps)`` when some of ``failures`` were agent steps with no valid action."""
     count = invalid_steps(failures)
     return f" ({count} invalid step{'' if count == 1 else 's'})" if count else ""
+
+
+def _compact(value: object) -> str:
+    """A metric for the iteration line: a mapping as ``(key=value ...)``."""
+    if isinstance(value, Mapping):
+        return "(" + " ".join(f"{k}={v}" for k, v in value.items()) + ")"
+    return str(value)

@@ -323,6 +323,42 @@ class AceMethod:
                     harmful[bullet_id] += 1
         return context.with_counts(helpful, harmful)
 
+    def preview(self, context: Playbook, update: AceUpdate) -> Playbook:
+        """The playbook ``update`` would give, neither logged nor counted (the gate's trial)."""
+        return apply_operations(
+            context,
+            update.operations,
+            token_budget=self.settings.token_budget,
+            quiet=True,
+            near_duplicates=self.near_duplicates,
+        ).playbook
+
+    def parts(self, update: AceUpdate) -> list[AceUpdate]:
+        """One update per operation."""
+        return [dataclasses.replace(update, operations=[op]) for op in update.operations]
+
+    def keeping(self, update: AceUpdate, parts: Sequence[AceUpdate], left_out: int) -> AceUpdate:
+        """``update`` with the operations of ``parts`` only, in its order; the ``left_out``
+        others counted as dropped (``gated``)."""
+        chosen = {id(op) for part in parts for op in part.operations}
+        dropped = dict(Counter(update.dropped) + Counter({"gated": left_out}))
+        return dataclasses.replace(
+            update,
+            operations=[op for op in update.operations if id(op) in chosen],
+            dropped=dropped,
+        )
+
+    def describe(self, part: AceUpdate) -> str:
+        """A part's operations in words: their type, the bullet they touch and their text."""
+        return "; ".join(
+            " ".join(
+                str(op.get(key, "")).strip()
+                for key in ("type", "bullet_id", "content")
+                if str(op.get(key, "")).strip()
+            )[:300]
+            for op in part.operations
+        )
+
     def apply(self, context: Playbook, update: AceUpdate) -> Playbook:
         result = apply_operations(
             context,
