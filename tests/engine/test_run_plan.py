@@ -37,14 +37,16 @@ def test_the_naive_plan_is_exact() -> None:
 
 
 def test_the_gate_plans_its_budget_and_the_samples_it_holds_out() -> None:
-    # With a validation split: two of its samples per update, at most two scorings of them.
+    # With a validation split: two of its samples scored before and after each update, and a
+    # credit of a quarter of each batch's 8 learning calls to narrow an update down.
     found = plan("formula", strategy="naive", batch_size=4, train_limit=8, val_every=1)
-    assert found.phases["gate"] == {"generator": CallRange(0, 2 * 4)}
+    assert found.phases["gate"] == {"generator": CallRange(0, 2 * (4 + 2))}
     assert found.calls["reflector"] == CallRange.exactly(8)
     # Without one: each batch of 16 holds out 2 samples (an eighth), rolled out but not
-    # reflected on; a quarter of the batch's 32 learning calls is the budget.
+    # reflected on, scored once against the update; a quarter of the batch's 32 learning calls
+    # is its credit.
     found = plan("formula", strategy="naive", batch_size=16, train_limit=32, val_limit=0)
-    assert found.phases["gate"] == {"generator": CallRange(0, 2 * 8)}
+    assert found.phases["gate"] == {"generator": CallRange(0, 2 * (2 + 8))}
     assert found.calls["reflector"] == CallRange.exactly(32 - 2 * 2)
     assert "gate" not in plan("formula", batch_size=8, train_limit=16, gate=False).phases
 

@@ -51,13 +51,14 @@ class FirstCallWitness:
     [
         # The defaults: combee at batch size 40, its groups sized at run time; 8 training
         # rollouts, a validation of 8 and a test of 8; the gate scores 2 validation samples
-        # per update, at most 4 rollouts for the one batch of 8.
-        ((), (24, 24 + 4)),
-        # naive at batch size 4, validating after each of its 2 batches; the gate's budget is
-        # two scorings of 2 samples per batch.
+        # before and after the update, and may narrow it down with a quarter of the batch's 16
+        # learning calls: at most 8 rollouts.
+        ((), (24, 24 + 8)),
+        # naive at batch size 4, validating after each of its 2 batches; the gate: 2 scorings of
+        # 2 samples, and a credit of 2 rollouts, per batch.
         (
             ("--strategy", "naive", "--batch-size", "4", "--val-every", "1"),
-            (8 + 2 * 8 + 8, 8 + 2 * 8 + 8 + 2 * 4),
+            (8 + 2 * 8 + 8, 8 + 2 * 8 + 8 + 2 * 6),
         ),
     ],
     ids=["combee", "naive-validating-every-batch"],
@@ -107,9 +108,9 @@ def test_dry_run_prints_the_plan_and_makes_no_call(tmp_path: Path) -> None:
     assert records == []
     assert not out.exists()
     announced = plan_calls(done.stdout)
-    assert announced["generator"] == (24, 24 + 4)  # the gate: at most 4 rollouts
+    assert announced["generator"] == (24, 24 + 8)  # the gate: at most 8 rollouts
     assert announced["preflight"] == (1, 1)
     # 8 curate groups at most per copy (p=2): 16 curator calls, 15 merges, at 2,048 tokens each.
-    most = 1 + 24 + 4 + 8 + 16 + 15
+    most = 1 + 24 + 8 + 8 + 16 + 15
     assert f"completions at most {most * 2048:,} tokens" in done.stdout
     assert f"at most ${most * 2048 * 0.6 / 1e6:,.2f}" in done.stdout

@@ -11,11 +11,16 @@ context the batch started from are the score to beat; they are not reflected on)
 
 When the update lowers the score by more than ``gate_margin``, its parts (ACE: one per
 operation) are narrowed down by halves: a half that, added to the parts already cleared, does not
-lower the score is cleared; a half that does is split again. The parts left in doubt when the
-budget runs out (at most a quarter of the iteration's learning calls, and at least two
-scorings) are left out with those found to lower the score: counted as ``gated`` with the score
-change, and logged with their text. The gate needs a method that can preview an update without
-applying it (:class:`SplitsUpdates`); a run of a method without it is not gated.
+lower the score is cleared; a half that does is split again. Each update's first scoring is
+always made; the narrowing spends a credit that every iteration earns, ``gate_share`` of its
+learning calls (a rollout and a reflection per sample; a quarter by default), so the quiet
+iterations of a run pay for the search when an update does lower the score. The parts still in
+doubt when the credit runs out are left out with those found to lower the score: counted as
+``gated`` with the score change, and logged with their text.
+
+The gate needs a method that can preview an update without applying it
+(:class:`SplitsUpdates`); a run of a method without it is not gated, and neither is one whose
+rollouts are records (learning from traces: no update changes their score).
 """
 
 from __future__ import annotations
@@ -38,9 +43,6 @@ log = logging.getLogger(__name__)
 C = TypeVar("C")
 U = TypeVar("U")
 
-GATE_SHARE = 0.25
-"""The most rollouts the gate makes in an iteration, as a share of the iteration's learning calls
-(a rollout and a reflection per sample), when that is more than two scorings."""
 GATE = "gate"
 """The label of the gate's scorings, as a phase."""
 
@@ -81,10 +83,10 @@ def held_out_share(batch: int, requested: int) -> int:
     return min(wanted, batch - 1) if batch > 1 else 0
 
 
-def gate_budget(batch: int, samples: int) -> int:
-    """The most rollouts the gate makes in an iteration of ``batch`` samples scoring ``samples``
-    held-out ones: a quarter of the iteration's learning calls, or two scorings if more."""
-    return max(2 * samples, math.floor(GATE_SHARE * 2 * batch))
+def gate_credit(batch: int, share: float) -> int:
+    """The rollouts an iteration of ``batch`` samples earns the gate's narrowing: ``share`` of
+    its learning calls (a rollout and a reflection per sample)."""
+    return math.floor(share * 2 * batch)
 
 
 @dataclass
@@ -133,6 +135,7 @@ class OutcomeGate(Generic[C, U]):
         validation: Sequence[Sample],
         samples: int,
         margin: float,
+        share: float,
         seed: int,
     ) -> None:
         self.method = method
@@ -142,6 +145,10 @@ class OutcomeGate(Generic[C, U]):
         self.score = score
         self.requested = samples
         self.margin = margin
+        self.share = share
+        self.earned = 0
+        self.spent = 0
+        """The rollouts the run's iterations earned the gate, and those it made."""
         self.validation = list(validation)
         self._order = random.Random(seed).sample(self.validation, len(self.validation))
         self._known: tuple[C, dict[str, Score]] | None = None
@@ -182,8 +189,9 @@ class OutcomeGate(Generic[C, U]):
             samples = [o.sample for o in held if o.sample.id in before]
         if not samples:
             return update, None
-        budget = gate_budget(batch, len(samples))
-        search = _Search(self, context, update, samples, before, budget)
+        self.earned += gate_credit(batch, self.share)
+        self.spent += spent
+        search = _Search(self, context, update, samples, before)
         search.rollouts = spent
         kept = await search.run()
         report = search.report
@@ -236,7 +244,6 @@ class _Search(Generic[C, U]):
         update: U,
         samples: Sequence[Sample],
         before: dict[str, Score],
-        budget: int,
     ) -> None:
         self.gate = gate
         self.context = context
@@ -244,7 +251,6 @@ class _Search(Generic[C, U]):
         self.samples = list(samples)
         self.before = _mean([before[s.id] for s in samples])
         self.floor = self.before - gate.margin
-        self.budget = budget
         self.rollouts = 0
         self.cleared: list[U] = []
         self.gated: list[U] = []
@@ -304,13 +310,14 @@ class _Search(Generic[C, U]):
             await self._narrow(right)  # the group lowered the score, its left half did not
 
     def _affordable(self) -> bool:
-        return self.rollouts + len(self.samples) <= self.budget
+        return self.gate.spent + len(self.samples) <= self.gate.earned
 
     async def _score(self, parts: Sequence[U]) -> float:
         method = self.gate.splits
         trial = method.preview(self.context, method.keeping(self.update, parts, 0))
         scores = await self.gate.scored(trial, self.samples)
         self.rollouts += len(self.samples)
+        self.gate.spent += len(self.samples)
         self.last = scores
         return _mean([scores[s.id] for s in self.samples])
 
@@ -324,6 +331,7 @@ def gate_of(
     validation: Sequence[Sample],
     samples: int,
     margin: float,
+    share: float,
     seed: int,
 ) -> OutcomeGate[C, U] | None:
     """The run's gate, or None: switched off, or a method that cannot preview its updates
@@ -344,5 +352,6 @@ def gate_of(
         validation=validation,
         samples=samples,
         margin=margin,
+        share=share,
         seed=seed,
     )

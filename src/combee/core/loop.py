@@ -93,7 +93,8 @@ async def run_loop(
         restore_parts(parts, resume.parts)
     gate = gate_of(
         method, run_on, score, on=config.gate, validation=val_samples,
-        samples=config.gate_samples, margin=config.gate_margin, seed=config.seed,
+        samples=config.gate_samples, margin=config.gate_margin, share=config.gate_share,
+        seed=config.seed,
     )  # fmt: skip
     started = time.perf_counter() - earlier_s
     index_of = {id(sample): index for index, sample in enumerate(train_samples)}

@@ -41,6 +41,13 @@ class LoopSettings(SettingsGroup):
         least=0.0,
         most=1.0,
     )
+    gate_share: float = setting(
+        0.25,
+        "The gate's narrowing credit: this share of the run's learning calls (a rollout and a "
+        "reflection per sample); each update's first scoring is always made.",
+        least=0.0,
+        most=10.0,
+    )
     baseline: bool = setting(False, "Also score the starting context on the test samples.")
     temperature: float = setting(0.0, "Sampling temperature of every call.", least=0.0)
     max_tokens: int = setting(DEFAULT_MAX_TOKENS, "Completion tokens per call.", least=1)

@@ -20,7 +20,7 @@ from typing import Any
 
 from combee.core.batch_schedule import BatchSchedule
 from combee.core.call_counts import NONE, CallRange, MethodCalls, PlansReduce, total
-from combee.core.gate import gate_budget, gate_samples, held_out_share
+from combee.core.gate import gate_credit, gate_samples, held_out_share
 from combee.core.types import Named, Strategy
 from combee.engine.prepare import Prepared, prepared
 from combee.engine.resolve import LLMArg, schedule_of
@@ -146,6 +146,7 @@ class Shape:
     gate: bool = False
     """Whether the run's updates are gated (:mod:`combee.core.gate`)."""
     gate_samples: int = 0
+    gate_share: float = 0.0
     method_name: str = "the method"
     strategy_name: str = "the strategy"
     unknown: list[str] = field(default_factory=list)
@@ -210,8 +211,9 @@ def count_plan(shape: Shape, calls: MethodCalls | None, strategy: object) -> Run
 
 
 def _gate_rollouts(shape: Shape, unknown: list[str]) -> tuple[CallRange, int]:
-    """The gate's rollouts (none when an update has nothing to check) and the training samples
-    it holds out of reflection (when the run has no validation split)."""
+    """The gate's rollouts (none when an update has nothing to check; at most each update's
+    first scoring and the narrowing credit the iterations earn) and the training samples it
+    holds out of reflection (when the run has no validation split)."""
     if not shape.gate:
         return NONE, 0
     if shape.batch_sizes is None:
@@ -220,12 +222,12 @@ def _gate_rollouts(shape: Shape, unknown: list[str]) -> tuple[CallRange, int]:
     val = shape.samples["val"]
     most = held = 0
     for size in shape.batch_sizes:
-        if val:
-            scored = min(gate_samples(size, shape.gate_samples), val)
+        if val:  # the context before the update scored too, when it was not the last one scored
+            first = 2 * min(gate_samples(size, shape.gate_samples), val)
         else:
-            scored = held_out_share(size, shape.gate_samples)
-            held += scored
-        most += gate_budget(size, scored) if scored else 0
+            first = held_out_share(size, shape.gate_samples)
+            held += first
+        most += first + gate_credit(size, shape.gate_share) if first else 0
     return CallRange(0, most * shape.epochs), held * shape.epochs
 
 
@@ -308,6 +310,7 @@ def plan_of(
         prices=prices_of(llm),
         gate=run.gate and gated(ready.method),
         gate_samples=run.gate_samples,
+        gate_share=run.gate_share,
         method_name=_name(ready.method),
         strategy_name=_name(ready.strategy),
     )
