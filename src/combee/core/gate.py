@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -234,6 +234,43 @@ class OutcomeGate(Generic[C, U]):
         return scores
 
 
+P = TypeVar("P")
+
+
+async def narrow_down(
+    parts: Sequence[P],
+    lowers: Callable[[list[P]], Awaitable[bool]],
+    affordable: Callable[[], bool],
+) -> tuple[list[P], list[P]]:
+    """``parts`` lowered the score together: the parts cleared and those left out. A half that,
+    beside the parts already cleared, does not lower the score (``lowers``) is cleared; a half
+    that does is split again; what is still in doubt when no scoring is ``affordable`` any more
+    is left out."""
+    cleared: list[P] = []
+    left_out: list[P] = []
+
+    async def find(group: list[P]) -> None:
+        if len(group) == 1 or not affordable():
+            left_out.extend(group)
+            return
+        half = len(group) // 2
+        left, right = group[:half], group[half:]
+        if await lowers([*cleared, *left]):
+            await find(left)
+            if not affordable():
+                left_out.extend(right)
+            elif await lowers([*cleared, *right]):
+                await find(right)
+            else:
+                cleared.extend(right)
+        else:
+            cleared.extend(left)
+            await find(right)  # the group lowered the score, its left half did not
+
+    await find(list(parts))
+    return cleared, left_out
+
+
 class _Search(Generic[C, U]):
     """One update's check and, when it lowers the score, the narrowing down of its parts."""
 
@@ -252,12 +289,10 @@ class _Search(Generic[C, U]):
         self.before = _mean([before[s.id] for s in samples])
         self.floor = self.before - gate.margin
         self.rollouts = 0
-        self.cleared: list[U] = []
-        self.gated: list[U] = []
-        self.last: dict[str, Score] = {}
-        """The scores of the last set of parts scored."""
+        self.last: tuple[list[U], dict[str, Score]] = ([], {})
+        """The last set of parts scored, and its scores."""
         self.kept_scores: dict[str, Score] | None = None
-        """The scores of the parts cleared so far, when they were scored together."""
+        """The scores of the parts kept, when they were scored together."""
         self.parts: list[U] = list(gate.splits.parts(update))
         self.report = GateReport(
             samples=len(samples),
@@ -274,51 +309,31 @@ class _Search(Generic[C, U]):
             return []
         proposed = await self._score(self.parts)
         self.report.proposed = proposed
-        if proposed >= self.floor:
-            self._clear(self.parts)
-        else:
-            await self._narrow(self.parts)
-        if self.kept_scores is not None:
-            self.report.after = _mean(list(self.kept_scores.values()))
-        self.report.gated = len(self.gated)
+        kept, gated = list(self.parts), list[U]()
+        if proposed < self.floor:
+            kept, gated = await narrow_down(self.parts, self._lowers, self._affordable)
+        last_parts, last_scores = self.last
+        if {id(part) for part in last_parts} == {id(part) for part in kept}:
+            self.kept_scores = last_scores
+            self.report.after = _mean(list(last_scores.values()))
+        self.report.gated = len(gated)
         self.report.rollouts = self.rollouts
-        self.report.left_out = [self.gate.splits.describe(part) for part in self.gated]
-        return self.cleared
+        self.report.left_out = [self.gate.splits.describe(part) for part in gated]
+        return kept
 
-    def _clear(self, group: list[U]) -> None:
-        """Add ``group`` to the parts cleared: it was just scored beside them."""
-        self.cleared.extend(group)
-        self.kept_scores = self.last
-
-    async def _narrow(self, group: list[U]) -> None:
-        """``group``, added to the parts cleared so far, lowers the score: find which of it."""
-        if len(group) == 1 or not self._affordable():
-            self.gated.extend(group)
-            return
-        half = len(group) // 2
-        left, right = group[:half], group[half:]
-        if await self._score([*self.cleared, *left]) < self.floor:
-            await self._narrow(left)
-            if not self._affordable():
-                self.gated.extend(right)
-            elif await self._score([*self.cleared, *right]) < self.floor:
-                await self._narrow(right)
-            else:
-                self._clear(right)
-        else:
-            self._clear(left)
-            await self._narrow(right)  # the group lowered the score, its left half did not
+    async def _lowers(self, parts: list[U]) -> bool:
+        return await self._score(parts) < self.floor
 
     def _affordable(self) -> bool:
         return self.gate.spent + len(self.samples) <= self.gate.earned
 
-    async def _score(self, parts: Sequence[U]) -> float:
+    async def _score(self, parts: list[U]) -> float:
         method = self.gate.splits
         trial = method.preview(self.context, method.keeping(self.update, parts, 0))
         scores = await self.gate.scored(trial, self.samples)
         self.rollouts += len(self.samples)
         self.gate.spent += len(self.samples)
-        self.last = scores
+        self.last = (parts, scores)
         return _mean([scores[s.id] for s in self.samples])
 
 
