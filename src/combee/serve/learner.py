@@ -7,8 +7,10 @@ was learned from. The version, its activation and the new watermark are one tran
 
 Activation: ``always`` serves the new version at once; ``checked`` first holds out a share of the
 round's traces and compares next-action accuracy (:func:`combee.evaluate_next_actions_async`)
-with the new playbook against the active one (or none): a drop keeps the new version out
-(``refused``), and so does a check that could not be made.
+with the new playbook against the active one (or none). On a drop, the bullets the round added
+or changed are narrowed down and those that lower the accuracy are left out
+(:mod:`combee.serve.round_gate`); the rest is served if it does not drop. A version of which
+nothing is kept stays out (``refused``), and so does one whose check could not be made.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from combee.core.loop_reports import IterationReport
 from combee.errors import CombeeError
 from combee.methods.ace.playbook import Playbook
 from combee.serve.records import Feedback, PlaybookVersion
+from combee.serve.round_gate import gate_version, round_bullets
 from combee.serve.settings import ServeSettings
 from combee.serve.store import TraceStore
 from combee.serve.store_writes import add_version, ensure_first, set_watermark
@@ -165,21 +168,25 @@ async def learn_round(
         **options,
     )
     activate = True
+    text = learned.text
     check: dict[str, Any] | None = None
     if settings.activate == "checked":
-        check = await _check(
-            evaluate_next_actions_async, check_set, learned.text, active, llm, seed
-        )
+        check = await _check(evaluate_next_actions_async, check_set, text, active, llm, seed)
+        if not check["passed"] and "new" in check:
+            text, check = await _gated(
+                evaluate_next_actions_async, check_set, start, text, llm, seed, check
+            )
         activate = bool(check.get("passed"))
+    kept_ids = {bullet.id for bullet in Playbook.parse(text).bullets}
     version = PlaybookVersion(
         namespace=namespace,
         version=0,
-        text=learned.text,
+        text=text,
         created=time.time(),
         status="refused" if not activate else "active",
         parent=None if active is None else active.version,
         traces=[t.id for t in learn_set],
-        provenance=provenance.taught,
+        provenance={b: t for b, t in provenance.taught.items() if b in kept_ids},
         check=check,
         note=f"learned from {len(learn_set)} trace(s) in {run_dir.relative_to(store.folder)}",
     )
@@ -188,7 +195,7 @@ async def learn_round(
     )
     result.activated = activate
     result.check = check
-    result.bullets = len(Playbook.parse(learned.text).bullets)
+    result.bullets = len(kept_ids)
     result.run_dir = run_dir
     result.seconds = time.perf_counter() - started
     return result
@@ -221,6 +228,50 @@ async def _check(
         "summary": f"next action right {new_rate.correct}/{new_rate.n} with it, "
         f"{old_rate.correct}/{old_rate.n} with the active playbook "
         f"({'kept' if passed else 'a drop: not activated'})",
+    }
+
+
+async def _gated(
+    evaluate: Callable[..., Any],
+    traces: Sequence[Any],
+    start: Playbook,
+    text: str,
+    llm: Any,
+    seed: int,
+    check: dict[str, Any],
+) -> tuple[str, dict[str, Any]]:
+    """The round's playbook ``text``, which ``check`` found lowers next-action accuracy,
+    without the bullets of the round that lower it (:mod:`combee.serve.round_gate`), and the
+    check of what is kept: passed when something of the round is kept and the accuracy does
+    not drop."""
+    active = check["active"]
+    floor = active["correct"] / active["n"] if active["n"] else 0.0
+
+    async def rate(candidate: str) -> float:
+        result = await evaluate(traces, playbook=candidate, llm=llm, seed=seed)
+        return float(result.arguments["with_playbook"].rate)
+
+    try:
+        gated = await gate_version(start, Playbook.parse(text), rate, floor)
+        kept = gated.playbook.render()
+        kept_rate = gated.rate if gated.rate is not None else await rate(kept)
+    except CombeeError as problem:
+        return text, {**check, "summary": f"{check['summary']}; the gate not made: {problem}"}
+    if not gated.left_out:
+        return text, check
+    learned_something = bool(round_bullets(start, gated.playbook))
+    passed = learned_something and kept_rate >= floor
+    summary = (
+        f"{check['summary']}; {len(gated.left_out)} bullet(s) that lowered it left out "
+        f"({gated.scorings} scoring(s)): next action right {kept_rate:.0%} with the rest"
+        + ("" if passed else ", still not activated")
+    )
+    return (kept if passed else text), {
+        **check,
+        "passed": passed,
+        "gated": gated.left_out,
+        "kept_rate": round(kept_rate, 4),
+        "summary": summary,
     }
 
 
