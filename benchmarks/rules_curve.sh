@@ -20,8 +20,9 @@ combee=${COMBEE:-combee}
 python=${PYTHON:-python}
 here=$(cd "$(dirname "$0")" && pwd)
 cache=$out/cache.sqlite
-printf 'screen = false\n' >"$out/repairs-on.toml"
-printf 'screen = false\ncopy_rules = false\ndrop_contradictions = false\noverrule_drops = false\n' \
+# The grid measures aggregation: no screen and no outcome gate, in every cell.
+printf 'screen = false\ngate = false\n' >"$out/repairs-on.toml"
+printf 'screen = false\ngate = false\ncopy_rules = false\ndrop_contradictions = false\noverrule_drops = false\n' \
   >"$out/repairs-off.toml"
 
 # One group of cells: variant, repairs (on|off), context window, strategies, batch sizes, seeds.
@@ -76,7 +77,7 @@ for task in formula finer; do
     size=32
     [ "$strategies" = sequential ] && size=1
     "$combee" compare --task "$task" --train-limit 32 --val-limit 0 --test-limit 16 --baseline \
-      --max-tokens 1024 --context-window $fits --cache "$cache" --out "$out/$task" \
+      --max-tokens 1024 --context-window $fits --no-gate --cache "$cache" --out "$out/$task" \
       --strategies "$strategies" --batch-sizes "$size" --seeds 0 --no-report
   done
 done

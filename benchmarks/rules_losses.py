@@ -115,7 +115,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         result = await combee.train_async(
             task, strategy=args.strategy, batch_size=args.batch, llm=llm, observers=[recorder],
             seed=args.seed, train_limit=args.train, val_limit=0, test_limit=args.test,
-            max_tokens=args.max_tokens, screen=False,
+            max_tokens=args.max_tokens, screen=False, gate=False,
             **dict.fromkeys(REPAIRS, args.repairs == "on"),
         )  # fmt: skip
     finally:
