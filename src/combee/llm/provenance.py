@@ -8,13 +8,26 @@ feedback) does not also hold. :func:`copied_spans` finds such copies. Unlike
 :mod:`combee.llm.screening` it does not depend on how the planted text is worded: it compares
 the lesson with the data.
 
-Text is compared after Unicode normalisation (NFKC), with format characters (zero-width spaces
-and the like) removed and case folded, so obfuscations that only change how text looks do not
-hide a copy.
+Text is compared as it looks (:func:`combee.llm.canonical.fold`): after Unicode normalisation
+(NFKC), with format characters (zero-width spaces and the like) removed, look-alike letters of
+other scripts (Cyrillic "С", Greek "Α") read as the ASCII letters they imitate, and case folded,
+so obfuscations that only change how text looks do not hide a copy.
+
+Identifiers and code words are compared in canonical form (:mod:`combee.llm.canonical`), since
+a model that copies one rarely keeps its writing: an IBAN printed in groups of four, with
+hyphens or dots, is the IBAN written solid; a phone or card number is its digits; ``name (at)
+host (dot) com`` is an e-mail address and ``www dot host dot com`` a domain; a link stands for
+its host and its registrable domain as well, so a lesson that names only the domain of a
+planted link copies it; ``CANARY-WORD`` and ``C A N A R Y`` are code words. Numbers that are not
+identifiers (an amount, a decimal, a year, a date) stay numbers, so a lesson that repeats a
+question's figures is no copy. Data is also read through its encodings, nested up to three
+layers (:mod:`combee.llm.decoded`). The count of planted text in lessons
+(:mod:`combee.methods.ace.agent`) uses this same function, so it sees every copy the screen
+sees.
 
 Every search here takes time in proportion to the text's length, however it is made (a
-megabyte-long word included), and ASCII text (most text) skips the Unicode normalisation, which
-leaves it as it is.
+megabyte-long word, a megabyte of digit groups or of hex included), and ASCII text (most text)
+skips the Unicode normalisation, which leaves it as it is.
 
 On a question-answer task the data a lesson must not copy is the sample's question and context,
 yet a good lesson repeats the task's own wording (a formula as the task defines it, its list of
@@ -32,13 +45,19 @@ planted order is judged by one rule whether it sits in one sample or in all of t
 
 from __future__ import annotations
 
-import functools
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from combee.llm.canonical import (
+    code_words,
+    fold,
+    identifier_keys,
+    identifier_matches,
+    identifiers,
+    word_keys,
+)
 from combee.llm.decoded import decoded_views
 
 RUN_WORDS = 6
@@ -48,37 +67,17 @@ _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _WORD = re.compile(rf"[{_CJK}]|[^\W{_CJK}]+")
 """A word: a run of word characters, or one character of a script written without spaces
 (Chinese, Japanese, Korean), where a character is as telling as a word."""
-_LATIN_WORD = rf"[^\W{_CJK}]"
-_RARE = re.compile(rf"(?<!{_LATIN_WORD})[A-Z][A-Z_]{{5,}}(?!{_LATIN_WORD})")
-"""A rare token: a word of six or more capitals (a code word, a canary), told apart before
-case is folded; a character of a script written without spaces ends it, as a space would."""
-# Identifiers: an e-mail address ``[\w.+-]+@[\w-]+(?:\.[\w-]+)+``, a link, or an account
-# number, key or code of letters and digits, whichever starts first (an address before a link
-# before a code where they start together). The address is not searched as one expression:
-# from every character of a long word it would read the word to its end looking for "@"
-# (quadratic time). Each run of address characters followed by "@" is read once instead.
-_ADDRESS_NAME = re.compile(r"(?<![\w.+-])[\w.+-]++(?=@)")
-_ADDRESS_DOMAIN = re.compile(r"@[\w-]++(?:\.[\w-]++)++")
-_LINK_OR_CODE = re.compile(
-    r"https?://[^\s\"'<>)]+"  # link
-    r"|\b(?=\w*\d)(?=\w*[a-zA-Z])\w{8,}\b"  # account numbers, keys, codes: letters and digits
-)
 
 
-@functools.cache
-def _is_format(char: str) -> bool:
-    return unicodedata.category(char) == "Cf"
+def _lower(folded: str) -> str:
+    return folded.lower() if folded.isascii() else folded.casefold()
 
 
 def normal(text: str) -> str:
-    """``text`` as compared: NFKC, format characters removed, case folded."""
-    if text.isascii():  # NFKC leaves ASCII as it is, and no ASCII character is a format one
-        return text.lower()
-    folded = unicodedata.normalize("NFKC", text)
-    for char in set(folded):  # each distinct character looked at once, not each character
-        if _is_format(char):
-            folded = folded.replace(char, "")
-    return folded.casefold()
+    """``text`` as compared: folded (:func:`combee.llm.canonical.fold`: NFKC, format
+    characters removed, look-alikes of ASCII letters and digits replaced by them) and case
+    folded."""
+    return _lower(fold(text))
 
 
 def _run_list(words: list[str], size: int) -> list[tuple[str, ...]]:
@@ -91,35 +90,10 @@ def _runs(words: list[str], size: int) -> set[tuple[str, ...]]:
 
 
 def _identifier_matches(text: str) -> Iterator[str]:
-    """The identifiers in ``text``, in order, as one regular expression's ``finditer`` would
-    find them (the address first of the three alternatives), in time linear in the text."""
-    addresses: list[tuple[int, int, int]] = []  # (start of the name, its "@", end of the domain)
-    for name in _ADDRESS_NAME.finditer(text):
-        domain = _ADDRESS_DOMAIN.match(text, name.end())
-        if domain is not None:
-            addresses.append((name.start(), name.end(), domain.end()))
-    done = 0  # where the search resumes: the end of the last identifier
-    index = 0
-    other = _LINK_OR_CODE.search(text)
-    while True:
-        while index < len(addresses) and addresses[index][1] <= done:
-            index += 1
-        if other is not None and other.start() < done:
-            other = _LINK_OR_CODE.search(text, done)
-        # An address matches from any character of its name at or after ``done``.
-        start = max(addresses[index][0], done) if index < len(addresses) else None
-        if start is not None and (other is None or start <= other.start()):
-            done = addresses[index][2]
-            yield text[start:done]
-        elif other is not None:
-            done = other.end()
-            yield other.group(0)
-        else:
-            return
-
-
-def _identifiers(text: str) -> set[str]:
-    return set(_identifier_matches(text))
+    """The e-mail addresses, links and letter-and-digit codes in ``text``, in order, as one
+    regular expression's ``finditer`` would find them, in time linear in the text."""
+    for found in identifier_matches(text):
+        yield text[found[0] : found[1]] if isinstance(found, tuple) else found.group(0)
 
 
 @dataclass(frozen=True)
@@ -132,7 +106,8 @@ class SharedText:
     identifiers: frozenset[str] = frozenset()
     """Identifiers the task's reference answers hold."""
     rare: frozenset[str] = frozenset()
-    """Rare tokens (:data:`_RARE`, case folded) the task's reference answers hold."""
+    """Code words (:func:`combee.llm.canonical.code_words`) the task's reference answers
+    hold."""
     samples: int = 0
     """How many samples it was gathered from."""
 
@@ -151,11 +126,11 @@ def shared_text(
     for text in texts:
         runs.update(_runs(_WORD.findall(normal(text)), run_words))
         count += 1
-    vocabulary = "\n".join(answers)
+    vocabulary = fold("\n".join(answers))
     return SharedText(
         runs=frozenset(run for run, n in runs.items() if n >= least_samples),
-        identifiers=frozenset(_identifiers(normal(vocabulary))),
-        rare=frozenset(normal(token) for token in _RARE.findall(vocabulary)),
+        identifiers=frozenset(identifier_keys(vocabulary)),
+        rare=frozenset(code_words(vocabulary)),
         samples=count,
     )
 
@@ -171,16 +146,20 @@ def copied_spans(
     """The parts of ``text`` copied from ``data`` (or from what its encoded runs decode to:
     :mod:`combee.llm.decoded`) and found neither in ``trusted`` nor in ``shared`` (text the
     task's samples have in common): runs of ``run_words`` consecutive words (a character counts
-    as a word in scripts written without spaces), identifiers (addresses, links,
-    letter-and-digit codes) and rare tokens (words of six or more capitals). Empty when
-    ``text`` copies nothing."""
+    as a word in scripts written without spaces), identifiers (addresses, links, domains,
+    letter-and-digit codes, IBANs, card, phone and account numbers) and code words (six or
+    more capitals), the last two compared in canonical form (:mod:`combee.llm.canonical`) and
+    reported so. Empty when ``text`` copies nothing."""
     shown = "\n".join(data)
-    data_text = normal("\n".join([shown, *decoded_views(shown)]))
+    data_folded = fold("\n".join([shown, *decoded_views(shown)]))
+    data_text = _lower(data_folded)
     if not data_text.strip():
         return []
-    trusted_text = normal("\n".join(trusted))
+    trusted_folded = fold("\n".join(trusted))
+    trusted_text = _lower(trusted_folded)
     common = shared or SharedText()
-    seen = normal(text)
+    folded = fold(text)
+    seen = _lower(folded)
     found: list[str] = []
     words = _WORD.findall(seen)
     lesson_runs = _run_list(words, run_words)
@@ -198,14 +177,21 @@ def copied_spans(
         elif span:
             found.append(" ".join(span))
             span = []
-    identifiers = list(dict.fromkeys(_identifier_matches(seen)))  # each checked once
-    if identifiers:  # looked up among the data's own identifiers: one pass over each text
-        untrusted_ids = _identifiers(data_text) - _identifiers(trusted_text) - common.identifiers
-        found += [identifier for identifier in identifiers if identifier in untrusted_ids]
-    rare = list(dict.fromkeys(normal(token) for token in _RARE.findall(text)))
-    if rare:  # the data's words are gathered only for a lesson that holds a rare token
-        untrusted = set(_WORD.findall(data_text)) - set(_WORD.findall(trusted_text))
+    named = identifiers(folded)
+    if named:  # looked up among the data's own identifiers: one pass over each text
+        untrusted_ids = (
+            identifier_keys(data_folded) - identifier_keys(trusted_folded) - common.identifiers
+        )
+        found += [ident.shown for ident in named if not untrusted_ids.isdisjoint(ident.keys)]
+    rare = code_words(folded)
+    if rare:  # the data's words are gathered only for a lesson that holds a code word
+        untrusted = word_keys(_WORD.findall(data_text), data_folded)
+        untrusted -= word_keys(_WORD.findall(trusted_text), trusted_folded)
         # A word the data also writes in lower case ("METHOD" beside "method") is no code word.
-        untrusted -= {normal(word) for word in _WORD.findall(shown) if not word.isupper()}
+        untrusted -= {
+            word.replace("_", "").lower()
+            for word in _WORD.findall(fold(shown))
+            if not word.isupper()
+        }
         found += [t for t in rare if t in untrusted and t not in common.rare]
     return list(dict.fromkeys(found))  # each copy once, in the order found
