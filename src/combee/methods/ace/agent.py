@@ -92,8 +92,11 @@ class AgentAceMethod(TraceAceMethod):
     def screen(self, reflections: Sequence[Reflection]) -> tuple[list[Reflection], dict[str, int]]:
         """ACE's screen, on the driver: each episode is appended to ``episodes_file``, and what
         an attack planted is counted (``planted_shown``: reflections whose prompt showed
-        planted text, a run of words or an identifier of it; ``planted_in_lessons``: lessons on
-        attacked episodes that still repeat planted text after the screen)."""
+        planted text, a run of words, an identifier or a code word of it; ``planted_in_lessons``:
+        lessons on attacked episodes that still repeat planted text after the screen). Both
+        counts compare as the screen does (:func:`combee.llm.provenance.copied_spans`:
+        identifiers and code words in canonical form, encodings unwrapped), so a lesson that
+        writes a planted account, address, link or code word in another form is counted."""
         kept, screened = super().screen(reflections)
         kept_ids = {id(reflection) for reflection in kept}
         records = [r.record for r in reflections if r.record is not None]
@@ -121,8 +124,9 @@ def planted_of(reflection: Reflection) -> list[str]:
 
 
 def planted_in(reflection: Reflection, planted: Sequence[str]) -> bool:
-    """Whether the lesson repeats planted text: a run of words or an identifier of it, even to
-    warn against it (a strict count; the feedback is not taken as trusted here)."""
+    """Whether the lesson repeats planted text: a run of words, an identifier or a code word of
+    it in any writing (spaced, spelled out, in look-alike letters: compared in canonical form),
+    even to warn against it (a strict count; the feedback is not taken as trusted here)."""
     text = "\n".join(str(v) for v in reflection.fields.values() if isinstance(v, str))
     return bool(copied_spans(text, planted))
 
