@@ -64,6 +64,7 @@ def combee_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Req
             "COMBEE_TEST_KEY",
             "--seed",
             "0",
+            "--no-gate",  # every sample of the batch is learned from: the waves count them all
             "--out",
             str(out),
             env={"COMBEE_TEST_KEY": SECRET},
@@ -211,6 +212,7 @@ def test_a_reply_invalid_after_the_reask_skips_only_that_sample(tmp_path: Path) 
             "sim",
             "--base-url",
             server.base_url,
+            "--no-gate",  # each of the 4 samples is reflected on
             "--out",
             str(tmp_path / "run"),
             "--no-cache",
