@@ -50,7 +50,7 @@ async def test_a_batch_runs_as_one_wave_on_ray_workers(
         result = await combee.train_async(
             "formula", strategy="combee", batch_size=32, train_limit=64, val_limit=0,
             test_limit=4, llm=combee.llm.Endpoint("sim", base_url=server.base_url),
-            executor=executor, run_dir=tmp_path / "run",
+            executor=executor, run_dir=tmp_path / "run", gate=False,
         )  # fmt: skip
         records = server.records
     generate = sorted((r for r in records if r.schema_name == "generator"), key=lambda r: r.index)
@@ -74,7 +74,7 @@ async def test_a_workers_client_widens_to_its_share(tmp_path: Path) -> None:
             await combee.train_async(
                 "formula", strategy="combee", batch_size=80, train_limit=80, val_limit=0,
                 test_limit=0, llm=combee.llm.Endpoint("sim", base_url=server.base_url),
-                executor=single, run_dir=tmp_path / "run",
+                executor=single, run_dir=tmp_path / "run", gate=False,
             )  # fmt: skip
             generate = [r for r in server.records if r.schema_name == "generator"]
     finally:
@@ -143,7 +143,7 @@ async def test_a_worker_that_raises_costs_its_sample_and_the_run_finishes(
             result = await combee.train_async(
                 task, method=method, initial_context=Playbook(),
                 strategy="combee", batch_size=8, train_limit=8, val_limit=0, test_limit=2,
-                llm=llm, executor=executor, run_dir=tmp_path / "run",
+                llm=llm, executor=executor, run_dir=tmp_path / "run", gate=False,
             )  # fmt: skip
         finally:
             await llm.aclose()

@@ -53,7 +53,13 @@ def learn(folder: Path, screen: bool) -> combee.TrainResult:
         llm = connect("sim", base_url=server.base_url)
         try:
             return combee.train(
-                task(), llm=llm, batch_size=16, run_dir=folder, screen=screen, baseline=False
+                task(),
+                llm=llm,
+                batch_size=16,
+                run_dir=folder,
+                screen=screen,
+                baseline=False,
+                gate=False,
             )
         finally:
             combee.sync.run_sync(llm.aclose(), async_name="aclose")

@@ -60,6 +60,7 @@ async def train(
     responder: Responder, strategy: str, config: SimConfig | None = None, **settings: Any
 ) -> tuple[TrainResult, list[RequestRecord]]:
     settings.setdefault("batch_size", 16)
+    settings.setdefault("gate", False)  # every sample of the batch reaches the strategy
     with serve_in_thread(responder, config or SimConfig()) as server:
         llm = connect("sim", base_url=server.base_url)
         try:

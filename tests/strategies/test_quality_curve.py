@@ -39,6 +39,7 @@ async def test_every_strategy_at_each_batch_size_with_the_curve_plotted(tmp_path
             baseline=True,
             max_tokens=1024,
             screen=False,
+            gate=False,
         )
         records = server.records
     names = [cell.cell.name for cell in result.cells]

@@ -98,7 +98,11 @@ def test_every_plain_function_episode_of_a_batch_runs_at_once(
     crowd = Crowd(24)
     task = AgentTask("chores", agent=crowd.agent, train=chores(24))
     result = combee.train(
-        task, batch_size=24, llm=Endpoint("sim", base_url=server.base_url), run_dir=tmp_path / "r"
+        task,
+        batch_size=24,
+        llm=Endpoint("sim", base_url=server.base_url),
+        run_dir=tmp_path / "r",
+        gate=False,
     )
     assert result.failures == []
     assert crowd.peak == 24 and len(crowd.threads) == 24
@@ -175,7 +179,7 @@ def test_a_step_that_never_parses_is_that_samples_failure_counted_and_warned_abo
     out = tmp_path / "run"
     with serve_in_thread(no_valid_step_responder) as server, caplog.at_level(logging.WARNING):
         result = combee.train(
-            bank_task(stumbling_agent), batch_size=8, baseline=True,
+            bank_task(stumbling_agent), batch_size=8, baseline=True, gate=False,
             llm=Endpoint("sim", base_url=server.base_url), run_dir=out,
         )  # fmt: skip
         schemas = [record.schema_name for record in server.records]

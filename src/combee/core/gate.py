@@ -75,12 +75,19 @@ def gate_samples(batch: int, requested: int) -> int:
     return requested if requested > 0 else max(2, math.ceil(batch / 8))
 
 
+SMALLEST_SHARED_BATCH = 8
+"""The smallest batch a share is held out of by default: out of a smaller one, a single held-out
+sample would cost an eighth or more of what the iteration learns from."""
+
+
 def held_out_share(batch: int, requested: int) -> int:
     """How many samples of a ``batch`` are kept out of learning for the gate when the run has
-    no validation split: ``requested``, or (0) an eighth of the batch, at least one; at least
-    one sample is left to learn from (none held out of a batch of one)."""
-    wanted = requested if requested > 0 else math.ceil(batch / 8)
-    return min(wanted, batch - 1) if batch > 1 else 0
+    no validation split: ``requested``, or (0) an eighth of a batch of at least
+    ``SMALLEST_SHARED_BATCH`` (none of a smaller one); at least one sample is left to learn
+    from."""
+    if requested > 0:
+        return min(requested, batch - 1) if batch > 1 else 0
+    return math.ceil(batch / 8) if batch >= SMALLEST_SHARED_BATCH else 0
 
 
 def gate_credit(batch: int, share: float) -> int:

@@ -32,7 +32,8 @@ class LoopSettings(SettingsGroup):
     gate_samples: int = setting(
         0,
         "Held-out samples the gate scores each update on (0: an eighth of the batch, at least "
-        "2 of the validation split, or 1 of the batch's own).",
+        "2 of the validation split; without one, an eighth of a batch of 8 or more kept out "
+        "of learning, none of a smaller batch).",
         least=0,
     )
     gate_margin: float = setting(

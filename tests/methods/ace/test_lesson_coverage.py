@@ -100,7 +100,8 @@ async def _forgetful_run(run_dir: Path, **settings: Any) -> tuple[str, dict[str,
         try:
             await combee.train_async(
                 RulesTask(), strategy="combee", batch_size=16, llm=llm, run_dir=run_dir,
-                seed=0, train_limit=16, val_limit=0, test_limit=0, screen=False, **settings,
+                seed=0, train_limit=16, val_limit=0, test_limit=0, screen=False, gate=False,
+                **settings,
             )  # fmt: skip
         finally:
             await llm.aclose()

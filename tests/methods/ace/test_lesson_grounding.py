@@ -151,7 +151,7 @@ async def one_batch(
         try:
             await combee.train_async(
                 task, strategy="naive", batch_size=batch, llm=llm, run_dir=run_dir, seed=0,
-                train_limit=batch, val_limit=0, test_limit=0, **settings,
+                train_limit=batch, val_limit=0, test_limit=0, gate=False, **settings,
             )  # fmt: skip
         finally:
             await llm.aclose()

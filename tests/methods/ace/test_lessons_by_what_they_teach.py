@@ -146,7 +146,7 @@ def learned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Playbook, dict[st
         try:
             result = combee.train(
                 task, strategy="combee", batch_size=len(samples), llm=llm, run_dir=run_dir,
-                seed=0, dedup=False, token_budget=None, progress=False,
+                seed=0, dedup=False, token_budget=None, progress=False, gate=False,
             )  # fmt: skip
         finally:
             combee.sync.run_sync(llm.aclose(), async_name="aclose")

@@ -38,7 +38,7 @@ def wrong_amount(task_id: str, step: int, call: Mapping[str, Any]) -> Mapping[st
 def train(out: Path, base_url: str, *extra: str) -> dict[str, Any]:
     result = run_combee(
         "train", "--task", "agentdojo:banking", "--strategy", "combee", "--batch-size", "8",
-        "--baseline", "--model", "sim", "--base-url", base_url,
+        "--baseline", "--no-gate", "--model", "sim", "--base-url", base_url,
         "--out", str(out), *extra, timeout=400,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
