@@ -60,6 +60,6 @@ def test_one_culprit_among_sixteen_takes_four_to_eight_scorings() -> None:
 def test_the_sizes_follow_the_batch() -> None:
     assert [gate_samples(b, 0) for b in (1, 8, 9, 40)] == [2, 2, 2, 5]
     assert gate_samples(40, 3) == 3
-    assert [held_out_share(b, 0) for b in (1, 2, 8, 9, 40)] == [0, 1, 1, 2, 5]
+    assert [held_out_share(b, 0) for b in (1, 2, 7, 8, 9, 40)] == [0, 0, 0, 1, 2, 5]
     assert held_out_share(4, 10) == 3  # one sample is always left to learn from
     assert gate_credit(40, 0.25) == 20 and gate_credit(40, 0.0) == 0

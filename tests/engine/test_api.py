@@ -49,12 +49,11 @@ def test_the_docs_example_runs_as_written(
     run_dir = tmp_path / "runs" / "percent"
     assert result.run_dir == Path("runs/percent")
     assert result.test_accuracy is not None and 0.0 <= result.test_accuracy <= 1.0
-    # 4 training samples in one batch: 4 rollouts, 3 reflections (the gate holds one sample out
-    # of learning, the task having no validation split), floor(sqrt(3)) = 1 curator over
-    # shuffled duplicates, the held-out sample rolled out once more against the update, then
-    # the 2 test rollouts.
+    # 4 training samples in one batch (too small for the gate to hold one out of, the task
+    # having no validation split): 4 rollouts, 4 reflections, floor(sqrt(4)) = 2 curators over
+    # shuffled duplicates, then the 2 test rollouts.
     calls = result.llm_calls
-    assert (calls["generator"], calls["reflector"], calls["curator"]) == (4 + 1 + 2, 3, 1)
+    assert (calls["generator"], calls["reflector"], calls["curator"]) == (4 + 2, 4, 2)
     saved = json.loads((run_dir / "final_results.json").read_text())
     assert saved["llm_calls"] == calls and saved["test_samples"] == 2
     assert (run_dir / "playbook.txt").read_text() == result.text

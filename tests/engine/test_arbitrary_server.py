@@ -132,10 +132,9 @@ async def test_agentdojo_episodes_finish_with_arbitrary_steps(
     assert 0.0 <= summary["test_success_rate"] <= 1.0
     metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").open()]
     # An arbitrary reply may repeat what the episode showed: the screen keeps that lesson out,
-    # and the run counts it there; the gate's held-out episode is counted as held out.
+    # and the run counts it there (a batch of 4 is too small for the gate to hold one out of).
     screened = [sum(m.get("screened_out", {}).values()) for m in metrics]
-    held = sum(m.get("held_out", 0) for m in metrics)
-    assert held == 1
-    assert sum(m["reflections"] + m["failed_samples"] for m in metrics) + sum(screened) + held == 4
+    assert sum(m.get("held_out", 0) for m in metrics) == 0
+    assert sum(m["reflections"] + m["failed_samples"] for m in metrics) + sum(screened) == 4
     lines = (tmp_path / "run" / "episodes.jsonl").read_text().splitlines()
     assert len(lines) == metrics[0]["reflections"] + screened[0]

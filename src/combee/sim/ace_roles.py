@@ -183,7 +183,7 @@ def additions_for(
             continue
         known.add(key)
         section = sections[_digest(content) % len(sections)]
-        operations.append({"type": "ADD", "section": section, "content": content})
+        operations.append({"type": "ADD", "section": section, "content": content, "about": "task"})
     reasoning = f"{len(operations)} new lesson(s) from the reflections."
     return {"operations": operations, "reasoning": reasoning}
 

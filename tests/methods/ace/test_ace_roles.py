@@ -80,9 +80,9 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "curator": {
         "reasoning": "r",
         "operations": [
-            {"type": "ADD", "section": "other", "content": "x"},
-            {"type": "UPDATE", "bullet_id": "str-00001", "content": "y"},
-            {"type": "MERGE", "bullet_ids": ["a", "b"], "content": "z"},
+            {"type": "ADD", "section": "other", "content": "x", "about": "task"},
+            {"type": "UPDATE", "bullet_id": "str-00001", "content": "y", "about": "task"},
+            {"type": "MERGE", "bullet_ids": ["a", "b"], "content": "z", "about": "playbook"},
             {"type": "DELETE", "bullet_id": "str-00001"},
         ],
     },
@@ -217,11 +217,13 @@ def test_curator_and_merge_schemas_constrain_more_than_they_accept() -> None:
     assert "maxItems" not in properties["operations"]
     add, update, merge, delete = properties["operations"]["items"]["anyOf"]
     assert add["properties"]["section"]["enum"] == ["alpha", "beta"]
-    assert add["required"] == ["type", "section", "content"]
-    assert update["required"] == ["type", "bullet_id", "content"]
-    assert merge["required"] == ["type", "bullet_ids", "content"]
+    assert add["required"] == ["type", "section", "content", "about"]
+    assert update["required"] == ["type", "bullet_id", "content", "about"]
+    assert merge["required"] == ["type", "bullet_ids", "content", "about"]
     assert delete["required"] == ["type", "bullet_id"]
-    unknown = {"operations": [{"type": "ADD", "section": "poetry", "content": "x"}]}
+    unknown = {
+        "operations": [{"type": "ADD", "section": "poetry", "content": "x", "about": "task"}]
+    }
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(unknown, schema.schema)
     assert schema.accepts is not None

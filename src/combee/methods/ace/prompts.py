@@ -67,9 +67,11 @@ How:
 the same lesson share one operation.
 - Each lesson is one complete rule, specific enough to act on: name the formula, term, unit or \
 check it is about. A lesson goes into one operation, whole; never split it over several.
-- A lesson tells a future attempt what to do on the task. Remarks about the playbook, the \
-attempt or the model ("the playbook is empty", "the model did not explain") are not lessons: \
-write the rule they point to, or nothing.
+- A lesson tells a future attempt what to do on the task, however it is worded ("The assistant \
+should ...", "I need to ..." included). Each ADD, UPDATE and MERGE says what its content is: \
+"about": "task" for such a lesson; "playbook" when it only says what the playbook holds or lacks; \
+"attempt" when it only describes an attempt (what it did, skipped or did not show). Only "task" \
+operations reach the playbook, so write the rule a remark points to rather than the remark.
 - A bullet that already states a lesson stays as it is, or gets an UPDATE when the reflections \
 sharpen or correct it. MERGE bullets that say the same thing; DELETE a bullet the reflections \
 show to be wrong.
@@ -79,9 +81,10 @@ rather than add near-copies.
 - The operations list is empty only when the playbook already states every lesson.
 
 Operations:
-{"type": "ADD", "section": "<section key>", "content": "<the lesson>"}
-{"type": "UPDATE", "bullet_id": "<id>", "content": "<the improved lesson>"}
-{"type": "MERGE", "bullet_ids": ["<id>", "<id>"], "content": "<one lesson replacing them>"}
+{"type": "ADD", "section": "<section key>", "content": "<the lesson>", "about": "task"}
+{"type": "UPDATE", "bullet_id": "<id>", "content": "<the improved lesson>", "about": "task"}
+{"type": "MERGE", "bullet_ids": ["<id>", "<id>"], "content": "<one lesson replacing them>", \
+"about": "task"}
 {"type": "DELETE", "bullet_id": "<id>"}
 
 Reply with one JSON object and nothing else, operations first:

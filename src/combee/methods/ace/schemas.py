@@ -25,6 +25,19 @@ BULLET_TAGS: tuple[str, ...] = ("helpful", "harmful", "neutral")
 _TAG: dict[str, Any] = {"type": "string", "enum": list(BULLET_TAGS)}
 
 
+INSIGHT_ABOUT = "key_insight_about"
+"""The reflector's field that says what its ``key_insight`` is about (:data:`INSIGHT_SUBJECTS`)."""
+INSIGHT_SUBJECTS: tuple[str, ...] = ("task", "playbook", "attempt")
+"""``task``: a rule for solving this kind of task, in whatever voice; ``playbook`` and
+``attempt``: a remark on the playbook or on this one attempt, which teaches no rule."""
+REMARK_SUBJECTS = frozenset(INSIGHT_SUBJECTS) - {"task"}
+
+OPERATION_ABOUT = "about"
+"""The curator's field that says what an operation's ``content`` is about
+(:data:`INSIGHT_SUBJECTS`): only a ``task`` operation reaches the playbook."""
+_ABOUT: dict[str, Any] = {"type": "string", "enum": list(INSIGHT_SUBJECTS)}
+
+
 def _shape(kind: str, **fields: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "object",
@@ -38,9 +51,9 @@ def operation_schema(sections: Sequence[str]) -> dict[str, Any]:
     section = {"type": "string", "enum": list(sections)}
     return {
         "anyOf": [
-            _shape("ADD", section=section, content=_STRING),
-            _shape("UPDATE", bullet_id=_STRING, content=_STRING),
-            _shape("MERGE", bullet_ids=_STRINGS, content=_STRING),
+            _shape("ADD", section=section, content=_STRING, about=_ABOUT),
+            _shape("UPDATE", bullet_id=_STRING, content=_STRING, about=_ABOUT),
+            _shape("MERGE", bullet_ids=_STRINGS, content=_STRING, about=_ABOUT),
             _shape("DELETE", bullet_id=_STRING),
         ]
     }
@@ -62,13 +75,6 @@ _REFLECTOR_TEXT_FIELDS = (
     "correct_approach",
     "key_insight",
 )
-
-INSIGHT_ABOUT = "key_insight_about"
-"""The reflector's field that says what its ``key_insight`` is about (:data:`INSIGHT_SUBJECTS`)."""
-INSIGHT_SUBJECTS: tuple[str, ...] = ("task", "playbook", "attempt")
-"""``task``: a rule for solving this kind of task, in whatever voice; ``playbook`` and
-``attempt``: a remark on the playbook or on this one attempt, which teaches no rule."""
-REMARK_SUBJECTS = frozenset(INSIGHT_SUBJECTS) - {"task"}
 
 _BULLET_TAGS: dict[str, Any] = {
     "type": "array",
