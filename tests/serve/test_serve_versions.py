@@ -63,27 +63,34 @@ def scored_round(running: GatewayThread, first: int, count: int) -> Any:
     return _post(running.url + "/v1/learn")
 
 
+def _checked_gateway(upstream: str, tmp_path: Path) -> Any:
+    """A gateway whose rounds are checked on half their traces, learning from ``upstream``."""
+    settings = serve_settings(
+        store=str(tmp_path / "store"), learn_every=0, activate="checked", check_share=0.5
+    )
+    _, app_ = create_gateway(
+        upstream,
+        settings=settings,
+        learner_llm=Endpoint("sim", base_url=upstream),
+        learn_settings={"batch_size": 8},
+        operator_token=OPERATOR,
+    )
+    return app_
+
+
 @pytest.mark.parametrize("playbook_hurts", [True, False])
 def test_a_checked_activation_is_refused_when_next_actions_drop(
     tmp_path: Path, playbook_hurts: bool
 ) -> None:
-    with serve_in_thread(judged_model(playbook_hurts)) as upstream:
-        settings = serve_settings(
-            store=str(tmp_path / "store"), learn_every=0, activate="checked", check_share=0.5
-        )
-        _, app_ = create_gateway(
-            upstream.base_url,
-            settings=settings,
-            learner_llm=Endpoint("sim", base_url=upstream.base_url),
-            learn_settings={"batch_size": 8},
-            operator_token=OPERATOR,
-        )
-        with GatewayThread(app_) as running:
-            result = scored_round(running, 0, 16)
-            upstream.clear_records()
-            asyncio.run(converse(running.base_url, "next", CITIES[0]))
-            served = [r.body for r in upstream.records if r.body.get("tools")]
-            state = _get(running.url + "/v1/playbook")
+    with (
+        serve_in_thread(judged_model(playbook_hurts)) as upstream,
+        GatewayThread(_checked_gateway(upstream.base_url, tmp_path)) as running,
+    ):
+        result = scored_round(running, 0, 16)
+        upstream.clear_records()
+        asyncio.run(converse(running.base_url, "next", CITIES[0]))
+        served = [r.body for r in upstream.records if r.body.get("tools")]
+        state = _get(running.url + "/v1/playbook")
     check = result["check"]
     assert result["version"] == 2
     assert check["new"]["n"] > 0 and check["new"]["n"] == check["active"]["n"]
@@ -121,31 +128,23 @@ def test_a_checked_round_leaves_out_the_bullet_that_lowers_next_actions(tmp_path
     # One conversation's feedback carries an order the reflector restates in other words (the
     # copy screen cannot see it); the version with it scores lower on the held-out traces, so
     # the gate leaves that bullet out and serves the rest of the round.
-    with serve_in_thread(ordered_model) as upstream:
-        settings = serve_settings(
-            store=str(tmp_path / "store"), learn_every=0, activate="checked", check_share=0.5
-        )
-        _, app_ = create_gateway(
-            upstream.base_url,
-            settings=settings,
-            learner_llm=Endpoint("sim", base_url=upstream.base_url),
-            learn_settings={"batch_size": 8},
-            operator_token=OPERATOR,
-        )
-        with GatewayThread(app_) as running:
+    with (
+        serve_in_thread(ordered_model) as upstream,
+        GatewayThread(_checked_gateway(upstream.base_url, tmp_path)) as running,
+    ):
 
-            async def wave() -> None:
-                await asyncio.gather(
-                    *(converse(running.base_url, f"s{n}", CITIES[n % len(CITIES)])
-                      for n in range(16))
-                )  # fmt: skip
+        async def wave() -> None:
+            await asyncio.gather(
+                *(converse(running.base_url, f"s{n}", CITIES[n % len(CITIES)])
+                  for n in range(16))
+            )  # fmt: skip
 
-            asyncio.run(wave())
-            for n in range(16):
-                text = POSTED if n < 8 else "answered with the tool"
-                feedback(running.url, session_id=f"s{n}", success=True, text=text)
-            result = _post(running.url + "/v1/learn")
-            state = _get(running.url + "/v1/playbook")
+        asyncio.run(wave())
+        for n in range(16):
+            text = POSTED if n < 8 else "answered with the tool"
+            feedback(running.url, session_id=f"s{n}", success=True, text=text)
+        result = _post(running.url + "/v1/learn")
+        state = _get(running.url + "/v1/playbook")
     check = result["check"]
     assert result["activated"] is True and check["passed"] is True, check
     assert check["new"]["correct"] < check["active"]["correct"]  # the whole round: a drop

@@ -91,6 +91,7 @@ PANELS = {
     "topk": "Strategy topk",
     "auto": "Batch size auto",
     "learn": "Traces",
+    "serve": "Gateway",
 }
 """The help panel of a declared setting's flag, by the owner of its group."""
 
