@@ -7,7 +7,7 @@
   (``LTAI…``, ``EZAK…``). In ``NAME=value`` the value is judged alone. Left alone: hex, and
   capitals with digits, without a prefix (commit hashes, checksums, IBANs, VINs, ULIDs),
   hexadecimal groups (UUIDs), digests named by their algorithm (``sha384-…``), base64 that
-  encodes a file, and words over a kilobyte (data, not a key).
+  encodes a file or readable text, and words over a kilobyte (data, not a key).
 - :class:`NamedSecrets`: a value that reads as random after a name whose last part is a secret
   word, in any of the forms people write it (``NEW_RELIC_USER_KEY=``, ``"signingKey": "``,
   ``X-Api-Key:``, ``AWS secret key: …``, ``the token is …``). The assignment pattern of
@@ -23,14 +23,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from combee.llm.media import encodes_a_file
-from combee.llm.secret_formats import Replace
-from combee.llm.token_shape import hex_groups, shape
+from combee.llm.base64_payloads import encodes_a_file, encodes_a_payload
+from combee.llm.secret_formats import FOLDS, Replace
+from combee.llm.token_shape import Shape, hex_groups, shape
 
 _WORD = re.compile(r"[A-Za-z0-9+/=_\-.~]{20,}")
 _EDGE = "._-~"
 _PARTS = re.compile(r"[_\-.~]")
-_SEPARATORS = frozenset("_-.~")
 _HEAD_MAX = 24
 _LONGEST = 1024
 _GLUED = re.compile(r"[A-Z]{2,8}")
@@ -69,6 +68,8 @@ class TokenShapes:
         word = text[start:end]
         if "//" not in word:
             return [span] if (span := self._token(text, start, end)) else []
+        if _digest(word) or encodes_a_file(word, text[max(0, start - 8) : start]):
+            return []  # base64 may hold "//" too
         spans = []
         at = start
         for part in word.split("/"):
@@ -102,7 +103,7 @@ class TokenShapes:
         body; the body is taken after the prefix's first separator and after its last one."""
         if not word[0].isalpha():
             return False
-        cuts = [i for i, char in enumerate(word[: _HEAD_MAX + 1]) if char in _SEPARATORS]
+        cuts = [cut.start() for cut in _PARTS.finditer(word, 0, _HEAD_MAX + 1)]
         if not cuts:
             return False
         for cut in dict.fromkeys((cuts[0], cuts[-1])):
@@ -117,14 +118,15 @@ class TokenShapes:
     def _random(self, word: str, before: str) -> bool:
         """Upper case, lower case and digits mixed at random over 24 or more characters, or
         a few capitals glued to a random body with lower case (``EZAK…``, ``LTAI…``; not a
-        ULID's or a VIN's capitals and digits), in a word that is not base64 of a file."""
+        ULID's or a VIN's capitals and digits), in a word that is not base64 of a file or of
+        text."""
         self.read += len(word)
         whole = shape(word)
         found = whole.classes == 3 and whole.random(24)
         if not found and whole.lower and (glued := _GLUED.match(word)) is not None:
             self.read += len(word)
             found = shape(word[glued.end() :]).random(20)
-        return found and not encodes_a_file(word, before)
+        return found and not encodes_a_payload(word, before)
 
 
 def _digest(word: str) -> bool:
@@ -134,7 +136,7 @@ def _digest(word: str) -> bool:
     return head is not None and _DIGEST.match(head.group(1)) is not None
 
 
-_SECRET_WORD = re.compile(r"(?i)key|token|secret|passw(?:or)?d|pwd|passphrase|credentials?")
+_SECRET_WORD = re.compile(r"key|token|secret|passw(?:or)?d|pwd|passphrase|credentials?")
 _NAME_GOES_ON = re.compile(r"[A-Za-z0-9_.\-]")
 _VALUE = re.compile(
     r"""["'`]?[ \t]{0,4}(?:=>|:=|[:=]|(?<=[ \t])(?:is|was)(?=[ \t]))[ \t]{0,4}["'`]?"""
@@ -154,7 +156,9 @@ class NamedSecrets:
         pieces: list[str] = []
         done = 0
         at = 0
-        while (word := _SECRET_WORD.search(text, at)) is not None:
+        folded = text.translate(FOLDS).lower()  # as long as text, as the assignments fold it
+        self.read += len(text)
+        while (word := _SECRET_WORD.search(folded, at)) is not None:
             self.read += word.end() - at
             at = word.end()
             if not self._last_part_of_a_name(text, word.start(), word.end()):
@@ -170,7 +174,7 @@ class NamedSecrets:
             if end - start > _LONGEST:
                 continue
             self.read += end - start
-            if shape(text[start:end]).random(12):
+            if _keyed(shape(text[start:end])):
                 pieces += (text[done:start], replace(self.kind, text[start:end]))
                 done = end
         self.read += len(text) - at
@@ -189,6 +193,16 @@ class NamedSecrets:
         if start == 0 or not text[start - 1].isalpha():
             return True
         return text[start].isupper() and text[start - 1].islower()
+
+
+def _keyed(value: Shape) -> bool:
+    """Whether a value after a secret-named key is a secret: the name is evidence of its own,
+    so the value need only read as random by the lower bar of a prefixed body, or mix lower
+    case, upper case and digits over 20 characters or more with high entropy (the AWS docs'
+    example key spells EXAMPLEKEY)."""
+    if value.random(12, prefixed=True):
+        return True
+    return value.classes == 3 and value.length >= 20 and value.entropy >= 3.5
 
 
 TOKEN_SHAPES = TokenShapes()

@@ -20,6 +20,14 @@ _WORDY = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{4,}")
 _LETTERS_OR_DIGITS = re.compile(r"[A-Za-z]+|[0-9]+")
 
 
+def _c_log_c(most: int) -> list[float]:
+    """c·log2(c) for every count from 0 to ``most``."""
+    return [0.0] + [c * math.log2(c) for c in range(1, most + 1)]
+
+
+_C_LOG_C = _c_log_c(1024)
+
+
 @dataclass(frozen=True)
 class Shape:
     """The measures of one text, over its letters and digits (other characters skipped)."""
@@ -66,8 +74,10 @@ def shape(text: str) -> Shape:
     length = len(letters)
     entropy = 0.0
     if length:
-        entropy = math.log2(length) - sum(c * math.log2(c) for c in counts.values()) / length
-    wordy = sum(len(run) for run in _WORDY.findall(letters))
+        table = _C_LOG_C if length < len(_C_LOG_C) else _c_log_c(length)
+        weights = sum(map(table.__getitem__, counts.values()))
+        entropy = math.log2(length) - weights / length
+    wordy = sum(map(len, _WORDY.findall(letters)))
     runs = len(_LETTERS_OR_DIGITS.findall(letters))
     return Shape(
         length=length,
