@@ -156,7 +156,8 @@ class NamedSecrets:
         pieces: list[str] = []
         done = 0
         at = 0
-        folded = text.translate(FOLDS).lower()  # as long as text, as the assignments fold it
+        # As long as text: the characters FOLDS maps are not ASCII, nor are those lower() grows
+        folded = text.lower() if text.isascii() else text.translate(FOLDS).lower()
         self.read += len(text)
         while (word := _SECRET_WORD.search(folded, at)) is not None:
             self.read += word.end() - at
