@@ -5,7 +5,7 @@ and the characters it measures. From 100 KB to 1 MB (ten times the text) the wor
 about ten times, and stay within a small multiple of the text's length. The shapes below are
 the ones that make a careless search read a text again and again: one megabyte-long word, many
 words just long enough to be measured, a secret word before every value, a value that holds
-secret words, paths with slashes, names before "=", capitals glued to a body.
+secret words, paths and URLs, names before "=", capitals glued to a body.
 """
 
 from __future__ import annotations
@@ -40,6 +40,10 @@ def word(alphabet: str, n: int) -> Callable[[random.Random], str]:
     return lambda rng: "".join(rng.choices(alphabet, k=n)) + " "
 
 
+def _parts(rng: random.Random) -> str:
+    return "".join("/" + "".join(rng.choices(ALNUM, k=30)) for _ in range(3))
+
+
 SHAPES: dict[str, Callable[[int], str]] = {
     "one hex word": lambda n: random.Random(n).randbytes(n // 2).hex(),
     "one base64 word": lambda n: "".join(random.Random(n).choices(B64, k=n)),
@@ -51,9 +55,9 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "secret words in one value": lambda n: "token=" + "a-key=" * (n // 6),
     "separators": lambda n: "a" + "_b" * (n // 2),
     "prefixed words": lambda n: repeated(lambda r: "tok_" + word(ALNUM, 30)(r), n),
-    "paths": lambda n: (
-        "https://x.example.org" + repeated(lambda r: "/" + word(ALNUM, 30)(r)[:-1], n)
-    ),
+    "urls": lambda n: repeated(lambda r: "https://x.example.org" + _parts(r) + " ", n),
+    "paths": lambda n: repeated(lambda r: _parts(r) + " ", n),
+    "one megabyte-long path": lambda n: repeated(_parts, n),
     "names before =": lambda n: repeated(lambda r: "NAME_OF_IT=" + word(ALNUM, 30)(r), n),
     "glued capitals": lambda n: repeated(lambda r: "ABCDEFGH" + word(string.digits, 30)(r), n),
     "equals": lambda n: "=" * n,

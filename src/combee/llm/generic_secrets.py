@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from combee.llm.base64_payloads import encodes_a_file, encodes_a_payload
+from combee.llm.base64_payloads import encodes_a_payload
 from combee.llm.secret_formats import FOLDS, Replace
 from combee.llm.token_shape import Shape, hex_groups, shape
 
@@ -63,16 +63,16 @@ class TokenShapes:
 
     def _tokens(self, text: str, start: int, end: int) -> list[tuple[int, int]]:
         """The tokens in the word ``text[start:end]``: the word itself, or, in a path or a URL
-        (it holds "//"), its parts between slashes."""
+        (the word starts with "/", and is not base64 of a file), its parts between slashes."""
         self.read += end - start
-        word = text[start:end]
-        if "//" not in word:
+        if end - start > _LONGEST:
+            return []
+        before = text[max(0, start - 8) : start]
+        if text[start] != "/" or encodes_a_payload(text[start:end], before):
             return [span] if (span := self._token(text, start, end)) else []
-        if _digest(word) or encodes_a_file(word, text[max(0, start - 8) : start]):
-            return []  # base64 may hold "//" too
         spans = []
         at = start
-        for part in word.split("/"):
+        for part in text[start:end].split("/"):
             if len(part) >= 20 and (span := self._token(text, at, at + len(part))):
                 spans.append(span)
             at += len(part) + 1
