@@ -50,143 +50,13 @@ retry from inside a long run.
 
 from __future__ import annotations
 
-import functools
-import importlib.resources
-import json
-import mimetypes
 import re
-import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from tldextract import TLDExtract
-
-# --- Look ---------------------------------------------------------------------------------
-
-_FOLD_TARGETS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-./@:")
-"""What a look-alike is folded to: ASCII letters and digits, and the punctuation of an
-identifier."""
-
-
-def _kind(char: str) -> str:
-    if char.isupper():
-        return "upper"
-    if char.islower():
-        return "lower"
-    if char.isdigit():
-        return "digit"
-    return "other"
-
-
-def _ascii_options(homoglyphs: list[dict[str, str]]) -> list[str]:
-    options = []
-    for entry in homoglyphs:
-        char = entry.get("c", "").replace("\u200e", "")
-        if len(char) == 1 and char in _FOLD_TARGETS:
-            options.append(char)
-    return options
-
-
-@functools.cache
-def _fold_table() -> dict[int, str]:
-    """Each non-ASCII letter, digit or punctuation mark with an ASCII look-alike, mapped to it
-    (one of the same kind: a capital to a capital, a digit to a digit, where one is listed)."""
-    # The package's table: Unicode's confusables.txt as JSON, read once, when first needed.
-    source = importlib.resources.files("confusable_homoglyphs").joinpath("confusables.json")
-    data: dict[str, list[dict[str, str]]] = json.loads(source.read_text(encoding="utf-8"))
-    table: dict[int, str] = {}
-    for char, homoglyphs in data.items():
-        if len(char) != 1 or char.isascii():
-            continue
-        options = _ascii_options(homoglyphs)
-        if not options:
-            continue
-        kind = _kind(char)
-        category = unicodedata.category(char)[0]
-        wider = [*options, *(o for c in options for o in _ascii_options(data.get(c, [])))]
-        if category == "L":  # a letter folds to a letter
-            wider = [o for o in wider if o.isalpha()]
-        elif category == "N":  # a digit to a digit, or else to what it looks like
-            wider = [o for o in wider if o.isdigit()] or wider
-        else:  # a mark to a mark
-            wider = [o for o in wider if not o.isalnum()]
-        same = [o for o in wider if _kind(o) == kind]
-        if same or wider:
-            table[ord(char)] = (same or wider)[0]
-    return table
-
-
-@functools.cache
-def _is_format(char: str) -> bool:
-    return unicodedata.category(char) == "Cf"
-
-
-def fold(text: str) -> str:
-    """``text`` as it looks: NFKC, format characters removed, look-alikes of ASCII letters,
-    digits and identifier punctuation replaced by them; case kept. ASCII text is returned as
-    it is."""
-    if text.isascii():
-        return text
-    folded = unicodedata.normalize("NFKC", text)
-    for char in set(folded):  # each distinct character looked at once, not each character
-        if _is_format(char):
-            folded = folded.replace(char, "")
-    if folded.isascii():
-        return folded
-    return folded.translate(_fold_table())
-
-
-# --- Domains ------------------------------------------------------------------------------
-
-
-@functools.cache
-def _suffix_list() -> TLDExtract:
-    from tldextract import TLDExtract
-
-    # The snapshot of the Public Suffix List that the package ships: no download, no cache.
-    return TLDExtract(cache_dir=None, suffix_list_urls=(), include_psl_private_domains=True)
-
-
-@functools.cache
-def _file_types() -> frozenset[str]:
-    table = mimetypes.MimeTypes()  # the standard library's own table, not the system's files
-    return frozenset(ext.lstrip(".").lower() for types in table.types_map for ext in types)
-
-
-def domain_keys(host: str) -> tuple[str, ...]:
-    """``host`` (lower case) and its registrable domain, if the Public Suffix List reads it as a
-    domain; else nothing."""
-    if len(host) > 254 or "." not in host:  # no domain is longer (and none is kept in the cache)
-        return ()
-    return _domain_keys(host.strip(".").lower())
-
-
-@functools.lru_cache(maxsize=65536)
-def _domain_keys(host: str) -> tuple[str, ...]:
-    if not host or len(host) > 253 or "." not in host:
-        return ()
-    labels = host.split(".")
-    last = labels[-1]
-    if last.isdigit() or len(last) < 2 or any(not label for label in labels):
-        return ()
-    if any(len(label) > 63 or label[0] == "-" or label[-1] == "-" for label in labels):
-        return ()
-    parts = _suffix_list()(host)
-    if not parts.suffix or not parts.domain:
-        return ()
-    registrable = f"{parts.domain}.{parts.suffix}"
-    return (host,) if registrable == host else (host, registrable)
-
-
-def _bare_domain_keys(name: str) -> tuple[str, ...]:
-    """``name``'s domain keys, unless it is a file name (two labels, a known file type)."""
-    labels = name.lower().split(".")
-    if len(labels) == 2 and labels[1] in _file_types():
-        return ()
-    return domain_keys(name)
-
+from combee.llm.code_words import RARE, code_words, continues, word_keys
+from combee.llm.domains import bare_domain_keys, domain_keys
+from combee.llm.lookalikes import fold
 
 # --- Finders ------------------------------------------------------------------------------
 
@@ -351,16 +221,6 @@ class Found:
     registrable domain, a number's last nine digits)."""
 
 
-def _continues(text: str, end: int) -> bool:
-    """Whether the word or number at ``end`` goes on (a letter, a digit, or a decimal part)."""
-    if end >= len(text):
-        return False
-    after = text[end]
-    if after.isalnum() or after == "_":
-        return True
-    return after in ".," and end + 1 < len(text) and text[end + 1].isdigit()
-
-
 def _digit_keys(digits: str) -> tuple[str, ...]:
     return (digits,) if len(digits) <= 9 else (digits, digits[-9:])
 
@@ -461,27 +321,27 @@ def _finds(text: str) -> Iterator[Found]:
             code = found.group(0).lower()
             yield Found(found.start(), found.end(), code, (code,))
     for match in _PRINTED.finditer(text):
-        if not _continues(text, match.end()):
+        if not continues(text, match.end()):
             joined = re.sub(r"[^0-9A-Za-z]", "", match.group(0)).lower()
             yield Found(match.start(), match.end(), joined, (joined,))
     for match in _CODE_CHAIN.finditer(text):
-        if not _continues(text, match.end()) and (chain := _code_chain(match)) is not None:
+        if not continues(text, match.end()) and (chain := _code_chain(match)) is not None:
             yield chain
     for match in _DIGIT_CHAIN.finditer(text):
-        if _continues(text, match.end()):
+        if continues(text, match.end()):
             continue
         digits = _number_identifier(match.group(0))
         if digits is not None:
             yield Found(match.start(), match.end(), digits, _digit_keys(digits))
     for match in _SOLID_DIGITS.finditer(text):
         digits = match.group(0)
-        if len(digits) <= 19 and not _continues(text, match.end()):
+        if len(digits) <= 19 and not continues(text, match.end()):
             yield Found(match.start(), match.end(), digits, _digit_keys(digits))
     for match in _BARE_DOMAIN.finditer(text):
         end = match.end()
         if end < len(text) and text[end] in "@_":
             continue
-        keys = _bare_domain_keys(match.group(0))
+        keys = bare_domain_keys(match.group(0))
         if keys:
             yield Found(match.start(), end, keys[0], keys)
     for match in _spelled_runs(text):
@@ -510,50 +370,11 @@ def identifier_keys(text: str) -> set[str]:
     return {key for found in identifiers(text) for key in found.keys}
 
 
-# --- Code words ---------------------------------------------------------------------------
-
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_LATIN_WORD = rf"[^\W{_CJK}]"
-RARE = re.compile(rf"(?<!{_LATIN_WORD})[A-Z][A-Z_]{{5,}}(?!{_LATIN_WORD})")
-"""A code word: six or more capitals, told apart before case is folded; a character of a
-script written without spaces ends it, as a space would."""
-_CAPITAL_CHAIN = re.compile(
-    r"[A-Z](?<![^\W_][A-Z])[A-Z]*+(?P<sep>[-./])[A-Z]++(?:(?P=sep)[A-Z]++)*+"
-)
-_SPACED_CAPITALS = re.compile(r"[A-Z](?<![^\W_][A-Z])(?: [A-Z](?![^\W_]))++")
-
-
-def code_words(text: str) -> list[str]:
-    """The code words in ``text`` (folded with :func:`fold`), as keys (lower case, without
-    underscores or the separators between capital groups), in order, each once."""
-    found = [token.replace("_", "").lower() for token in RARE.findall(text)]
-    found += _joined_capitals(text)
-    return list(dict.fromkeys(word for word in found if len(word) >= 6))
-
-
-def _joined_capitals(text: str) -> list[str]:
-    joined = []
-    for match in _CAPITAL_CHAIN.finditer(text):
-        if not _continues(text, match.end()):
-            joined.append(re.sub(r"[-./]", "", match.group(0)).lower())
-    for match in _SPACED_CAPITALS.finditer(text):
-        if len(match.group(0)) >= 11:  # six capitals or more
-            joined.append(match.group(0).replace(" ", "").lower())
-    return joined
-
-
-def word_keys(words: list[str], text: str) -> set[str]:
-    """The keys a code word is looked up among: ``words`` (case folded) without underscores,
-    and the capital groups of ``text`` (folded with :func:`fold`) joined."""
-    keys = {word.replace("_", "") for word in words}
-    keys.update(_joined_capitals(text))
-    return keys
-
-
 __all__ = [
     "RARE",
     "Found",
     "code_words",
+    "continues",
     "domain_keys",
     "fold",
     "identifier_keys",
