@@ -32,7 +32,7 @@ from combee.methods.ace.playbook import Playbook
 from combee.methods.ace.screening import screen_reflections
 from combee.methods.ace.settings import AceSettings
 from combee.methods.ace.summary import summary_of
-from combee.methods.ace.update import AceUpdate
+from combee.methods.ace.update import AceUpdate, curator_update
 from combee.tasks.base import Sample, Score
 
 log = logging.getLogger(__name__)
@@ -192,7 +192,7 @@ class AceMethod:
             context, reflections, token_budget=self.settings.token_budget
         )
         schema = schemas.curator_schema(tuple(s.key for s in context.sections))
-        update = _update(await self._ask(messages, "curator", schema), "curator")
+        update = curator_update(await self._ask(messages, "curator", schema))
         return with_stated_rules(
             update,
             context,
@@ -382,30 +382,3 @@ def with_lessons(reflections: Sequence[Reflection]) -> list[Reflection]:
     or the attempt, and a curator shown it writes that down; their bullet tags still count
     (:meth:`AceMethod.tally`)."""
     return [r for r in reflections if r.lesson_source != "dropped"]
-
-
-def _update(reply: Mapping[str, Any], source: str) -> AceUpdate:
-    operations = reply.get("operations")
-    if isinstance(operations, Mapping):
-        operations = [operations]  # one operation written without its list
-    items = operations if isinstance(operations, list) else []
-    ops = [dict(op) for op in items if isinstance(op, Mapping)]
-    dropped = {"not_an_object": len(items) - len(ops)} if len(ops) < len(items) else {}
-    lessons = [op for op in ops if not _is_remark(op)]
-    if len(lessons) < len(ops):
-        remarks = [op for op in ops if _is_remark(op)]
-        dropped["remark"] = len(remarks)
-        log.info(
-            "%d operation(s) the %s marked as remarks on the playbook or the attempt left out: %s",
-            len(remarks), source, "; ".join(str(op.get("content", ""))[:200] for op in remarks),
-        )  # fmt: skip
-    for op in lessons:
-        op.pop(schemas.OPERATION_ABOUT, None)
-    reasoning = str(reply.get("reasoning", ""))
-    return AceUpdate(operations=lessons, reasoning=reasoning, source=source, dropped=dropped)
-
-
-def _is_remark(op: Mapping[str, Any]) -> bool:
-    """Whether the curator said the operation's text is a remark, not a rule for the task (an
-    operation without the field, from an endpoint that ignores the schema, is a lesson)."""
-    return op.get(schemas.OPERATION_ABOUT) in schemas.REMARK_SUBJECTS
