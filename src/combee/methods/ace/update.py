@@ -47,30 +47,26 @@ def lesson_texts(operations: Sequence[Any]) -> list[str]:
     ]
 
 
-def curator_update(reply: Mapping[str, Any], source: str = "curator") -> AceUpdate:
-    """A curator's reply as its update: the operations it marks as remarks left out, logged and
-    counted (``remark``), the rest without their ``about`` field."""
+def curator_update(reply: Mapping[str, Any]) -> AceUpdate:
+    """A curator's reply as its update: the operations it marks as remarks on the playbook or
+    the attempt left out, logged and counted (``remark``); the rest without their ``about``
+    field (one without it, from an endpoint that ignores the schema, is a lesson)."""
     operations = reply.get("operations")
     if isinstance(operations, Mapping):
         operations = [operations]  # one operation written without its list
     items = operations if isinstance(operations, list) else []
     ops = [dict(op) for op in items if isinstance(op, Mapping)]
     dropped = {"not_an_object": len(items) - len(ops)} if len(ops) < len(items) else {}
-    lessons = [op for op in ops if not _is_remark(op)]
-    if len(lessons) < len(ops):
-        remarks = [op for op in ops if _is_remark(op)]
+    lessons: list[dict[str, Any]] = []
+    remarks: list[str] = []
+    for op in ops:
+        if op.pop(schemas.OPERATION_ABOUT, None) in schemas.REMARK_SUBJECTS:
+            remarks.append(str(op.get("content", ""))[:200])
+        else:
+            lessons.append(op)
+    if remarks:
         dropped["remark"] = len(remarks)
-        log.info(
-            "%d operation(s) the %s marked as remarks on the playbook or the attempt left out: %s",
-            len(remarks), source, "; ".join(str(op.get("content", ""))[:200] for op in remarks),
-        )  # fmt: skip
-    for op in lessons:
-        op.pop(schemas.OPERATION_ABOUT, None)
+        log.info("%d operation(s) the curator marked as remarks left out: %s",
+                 len(remarks), "; ".join(remarks))  # fmt: skip
     reasoning = str(reply.get("reasoning", ""))
-    return AceUpdate(operations=lessons, reasoning=reasoning, source=source, dropped=dropped)
-
-
-def _is_remark(op: Mapping[str, Any]) -> bool:
-    """Whether the curator said the operation's text is a remark, not a rule for the task (an
-    operation without the field, from an endpoint that ignores the schema, is a lesson)."""
-    return op.get(schemas.OPERATION_ABOUT) in schemas.REMARK_SUBJECTS
+    return AceUpdate(operations=lessons, reasoning=reasoning, source="curator", dropped=dropped)
