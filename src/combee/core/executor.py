@@ -10,9 +10,9 @@ same one method, usually by calling :func:`map_sample` where the work lands.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from combee.core.types import Reflection, Trajectory
 from combee.errors import LLMCallError, SampleError
@@ -130,6 +130,25 @@ class AsyncioExecutor:
         except BaseExceptionGroup as grouped:
             raise first_error(grouped) from None
         return [task.result() for task in tasks]
+
+
+T = TypeVar("T")
+
+
+async def all_or_none(calls: Iterable[Awaitable[T]]) -> list[T]:
+    """The results of ``calls`` run concurrently, in order; the first one to fail cancels the
+    others and its error is raised on its own. Unlike ``asyncio.gather``, no call is left running
+    to fail later with an error nobody reads (printed as a traceback when the run stops)."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(_awaited(call)) for call in calls]
+    except BaseExceptionGroup as grouped:
+        raise first_error(grouped) from None
+    return [task.result() for task in tasks]
+
+
+async def _awaited(call: Awaitable[T]) -> T:
+    return await call
 
 
 def first_error(grouped: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
-from combee.core.executor import Executor, MapOutcome
+from combee.core.executor import Executor, MapOutcome, all_or_none
 from combee.core.gate import GATE, OutcomeGate
 from combee.core.loop_observer import LoopObserver
 from combee.core.loop_reports import IterationReport
@@ -35,10 +34,10 @@ async def map_batch(
         return await executor.map(
             method, context, learn, reflect=True, score=score, on_done=on_done
         )
-    learned, scored = await asyncio.gather(
+    learned, scored = await all_or_none([
         executor.map(method, context, learn, reflect=True, score=score, on_done=on_done),
         executor.map(method, context, held, reflect=False, score=score, on_done=on_done),
-    )
+    ])  # fmt: skip
     return [*learned, *scored]
 
 

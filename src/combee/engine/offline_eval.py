@@ -270,6 +270,8 @@ async def _run_points(
     traces at a time."""
     import asyncio  # loaded already (this runs in its event loop); not for the command's help
 
+    from combee.core.executor import all_or_none
+
     by_trace: dict[str, list[DecisionPoint]] = {}
     for point in points:
         by_trace.setdefault(point.trace.id, []).append(point)
@@ -291,7 +293,7 @@ async def _run_points(
                     on_point(result, finished, len(points))
             return done
 
-    groups = await asyncio.gather(*(one_trace(g) for g in by_trace.values()))
+    groups = await all_or_none(one_trace(g) for g in by_trace.values())
     return [result for group in groups for result in group]
 
 

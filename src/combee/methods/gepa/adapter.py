@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -11,7 +10,7 @@ from typing import Any, TypeVar
 
 from gepa.core.adapter import EvaluationBatch
 
-from combee.core.executor import AsyncioExecutor, Executor, MapOutcome
+from combee.core.executor import AsyncioExecutor, Executor, MapOutcome, all_or_none
 from combee.core.types import Reflection, Trajectory
 from combee.llm.types import DEFAULT_MAX_TOKENS, ChatModel
 from combee.methods.gepa import prompts, schemas
@@ -146,10 +145,8 @@ class TaskAdapter:
     async def _evaluate_all(
         self, items: Sequence[tuple[dict[str, str], list[Sample]]], capture_traces: bool
     ) -> list[EvaluationBatch[Attempt, str]]:
-        return list(
-            await asyncio.gather(
-                *(self.evaluate_async(batch, cand, capture_traces) for cand, batch in items)
-            )
+        return await all_or_none(
+            self.evaluate_async(batch, cand, capture_traces) for cand, batch in items
         )
 
     async def evaluate_async(
