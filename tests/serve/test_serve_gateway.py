@@ -182,7 +182,10 @@ def test_token_checked_and_keys_kept_apart(
     fake, url = upstream
     # ``token``, the agent token's earlier name, still sets it.
     gate, app = gateway(tmp_path, url, monkeypatch, token="client-token-42")
-    secret_message = "my key is sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 please keep it"
+    secret_message = (
+        "my key is sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 please keep it; "
+        "AWS secret key: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"  # the AWS docs' example
+    )
     with GatewayThread(app) as running:
         refused = openai.OpenAI(base_url=running.base_url, api_key="wrong", max_retries=0)
         with pytest.raises(openai.AuthenticationError):
@@ -202,6 +205,7 @@ def test_token_checked_and_keys_kept_apart(
         raw += path.read_bytes()
     assert b"sk-upstream-secret" not in raw and b"client-token-42" not in raw
     assert b"AbCdEfGhIjKlMnOpQrStUvWxYz0123456789" not in raw
+    assert b"bPxRfiCYEXAMPLEKEY" not in raw  # a key written in prose, no rule's format
     stored = gate.store.exchanges(gate.store.trace_ids("default")[0])[0]
     assert "[REDACTED:" in stored.messages[0]["content"]
 

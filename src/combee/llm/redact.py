@@ -8,7 +8,9 @@ Google, GitHub, GitLab, Slack, Stripe, Twilio, SendGrid, Mailgun, Shopify, Vault
 ...), private key blocks (PEM, OpenSSH, PGP, PuTTY), JSON web tokens, Authorization headers,
 credentials in URLs, assignments to a secret-named field (``AWS_SECRET_ACCESS_KEY=``,
 ``"SecretAccessKey": "..."``, ``AccountKey=``, ``password: ...``), password fields in several
-languages, and e-mail addresses.
+languages, and e-mail addresses. Formats no pattern names are found by their structure
+(:mod:`combee.llm.generic_secrets`): a vendor prefix before a long random body, a long word
+that mixes cases and digits at random, a random-looking value after a secret-named key.
 
 The cost stays in proportion to the text. A prompt is mostly text that recurs from call to call
 (the system prompt, the playbook), so a text is searched line by line and each distinct line
@@ -25,6 +27,7 @@ from collections import Counter
 from collections.abc import Sequence
 from urllib.parse import unquote, urlsplit
 
+from combee.llm.generic_secrets import GENERIC, GENERIC_KINDS
 from combee.llm.secret_formats import (
     ASSIGNMENT,
     ASSIGNMENT_WORDS,
@@ -43,6 +46,10 @@ Flags = int
 """Bits, for the three patterns that ignore case (Slack tokens 1, Authorization headers 2,
 assignments 4): whether the text held the pattern's literals when its turn came."""
 _ASSIGNMENT_FLAG = 4
+_KIND_ORDER = {
+    **KIND_ORDER,
+    **{kind: max(KIND_ORDER.values()) + 1 + i for i, kind in enumerate(GENERIC_KINDS)},
+}
 
 
 def redact(text: str, counts: Counter[str] | None = None) -> str:
@@ -88,6 +95,8 @@ def _substituted(
         text, count = ASSIGNMENT.subn(lambda match: _secret_value(match, replace), text)
         if count:
             found["secret"] += count
+    for finder in GENERIC:
+        text = finder.apply(text, replace, found)
     return text, flags
 
 
@@ -289,7 +298,7 @@ def _redacted_now(text: str) -> tuple[str, Found]:
 
 def _ordered(found: Counter[str]) -> Found:
     """The replacements by kind, in the order the patterns come (as one pass would count)."""
-    return tuple(sorted(found.items(), key=lambda item: KIND_ORDER[item[0]]))
+    return tuple(sorted(found.items(), key=lambda item: _KIND_ORDER[item[0]]))
 
 
 def without_credentials(url: str | None) -> str | None:
