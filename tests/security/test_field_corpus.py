@@ -12,7 +12,14 @@ from combee.llm import generic_secrets
 from combee.llm import redact as redact_module
 from combee.llm.placeholders import Placeholders
 from combee.llm.redact import redact
-from tests.security.field_corpus import FORMATS, INNOCENT, RANDOM_IDENTIFIERS, Format, core
+from tests.security.field_corpus import (
+    CODE_NAMES,
+    FORMATS,
+    INNOCENT,
+    RANDOM_IDENTIFIERS,
+    Format,
+    core,
+)
 from tests.security.secret_corpus import ORDINARY
 
 
@@ -29,7 +36,9 @@ def test_the_corpus_is_as_broad_as_promised() -> None:
 def test_at_least_95_percent_of_the_formats_are_redacted() -> None:
     missed = [f.name for f in FORMATS if leaks(f)]
     assert len(missed) <= len(FORMATS) * 0.05, missed
-    assert missed == ["1password secret key"]  # capitals and digits in groups of 5 and 6
+    # Capitals and digits in groups of 5 and 6; a UUID after "api-" (an order's id is written
+    # so too); lower case and digits broken by "-_.=" into parts as short as words.
+    assert missed == ["typeform", "1password secret key", "launchdarkly"]
 
 
 def test_at_most_2_percent_of_the_innocent_strings_are_changed() -> None:
@@ -37,6 +46,10 @@ def test_at_most_2_percent_of_the_innocent_strings_are_changed() -> None:
     assert len(changed) <= len(INNOCENT) * 0.02, changed
     assert changed == []
     assert [text for text in ORDINARY if redact(text) != text] == []
+
+
+def test_names_in_code_are_left_alone() -> None:
+    assert [text for text in CODE_NAMES if redact(text) != text] == []
 
 
 def test_the_generic_detectors_find_what_the_named_rules_miss(
@@ -50,7 +63,11 @@ def test_the_generic_detectors_find_what_the_named_rules_miss(
     redact_module._cached_text.cache_clear()
     redact_module._cached_line.cache_clear()
     assert len(unnamed) >= 80  # most of the corpus has no rule of its own
-    assert [f.name for f in unnamed if leaks(f)] == ["1password secret key"]
+    assert [f.name for f in unnamed if leaks(f)] == [
+        "typeform",
+        "1password secret key",
+        "launchdarkly",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -4,10 +4,13 @@
   more letters and digits, 12 of them unbroken (``pul-…``, ``NRAK-…``, ``glsa_…``,
   ``AGE-SECRET-KEY-1…``), or a word of 24 or more that mixes lower case, upper case and digits
   at random (an AWS secret key, ``ATATT3…``), or a few capitals glued to such a body
-  (``LTAI…``, ``EZAK…``). In ``NAME=value`` the value is judged alone. Left alone: hex, and
-  capitals with digits, without a prefix (commit hashes, checksums, IBANs, VINs, ULIDs),
-  hexadecimal groups (UUIDs), digests named by their algorithm (``sha384-…``), base64 that
-  encodes a file or readable text, and words over a kilobyte (data, not a key).
+  (``LTAI…``, ``EZAK…``). In ``NAME=value`` the value is judged alone; in a path, each part
+  between slashes. Left alone: hex, and capitals with digits, without a prefix (commit hashes,
+  checksums, IBANs, VINs, ULIDs), a short hash after a prefix (``ipython-input-1-3d95a2ed3d01``),
+  hexadecimal groups (UUIDs), digests named by their algorithm (``sha384-…``), names people
+  write (``aliyunsdkecs.request.v20140526.CreateVpcRequest``, ``Ernie4_5_MoePreTrainedModel``:
+  words, or words glued to a hash or a number), base64 that encodes a file or readable text,
+  and words over a kilobyte (data, not a key).
 - :class:`NamedSecrets`: a value that reads as random after a name whose last part is a secret
   word, in any of the forms people write it (``NEW_RELIC_USER_KEY=``, ``"signingKey": "``,
   ``X-Api-Key:``, ``AWS secret key: …``, ``the token is …``). The assignment pattern of
@@ -25,7 +28,7 @@ from collections import Counter
 
 from combee.llm.base64_payloads import encodes_a_payload
 from combee.llm.secret_formats import FOLDS, Replace
-from combee.llm.token_shape import Shape, hex_groups, shape
+from combee.llm.token_shape import HEX, Shape, hex_groups, shape
 
 _WORD = re.compile(r"[A-Za-z0-9+/=_\-.~]{20,}")
 _EDGE = "._-~"
@@ -68,7 +71,9 @@ class TokenShapes:
         if end - start > _LONGEST:
             return []
         before = text[max(0, start - 8) : start]
-        if text[start] != "/" or encodes_a_payload(text[start:end], before):
+        if _digest(text[start:end]):
+            return []
+        if text.find("/", start, end) == -1 or encodes_a_payload(text[start:end], before):
             return [span] if (span := self._token(text, start, end)) else []
         spans = []
         at = start
@@ -109,9 +114,12 @@ class TokenShapes:
         for cut in dict.fromkeys((cuts[0], cuts[-1])):
             body = word[cut + 1 :]
             self.read += len(body)
-            if hex_groups(body) or len(max(_PARTS.split(body), key=len)) < 12:
-                continue  # a UUID, or parts as short as words (a pod's name, a file's)
-            if shape(body).random(16, prefixed=True):
+            longest = max(_PARTS.split(body), key=len)
+            if hex_groups(body) or len(longest) < (16 if HEX.issuperset(longest) else 12):
+                # A UUID; parts as short as words (a pod's name, a file's); a short hash
+                # (``ipython-input-1-3d95a2ed3d01``, a commit's first 12 characters)
+                continue
+            if shape(body).random(16, prefixed=True) and not _a_name(shape(longest)):
                 return True
         return False
 
@@ -127,6 +135,15 @@ class TokenShapes:
             self.read += len(word)
             found = shape(word[glued.end() :]).random(20)
         return found and not encodes_a_payload(word, before)
+
+
+def _a_name(part: Shape) -> bool:
+    """Whether the longest part of a body reads as a name people wrote: words in mixed case
+    (``CreateVpcRequest``, in ``aliyunsdkecs.request.v20140526.CreateVpcRequest``), or letters
+    without a digit (``integrations``)."""
+    if part.upper and part.lower:
+        return part.wordy >= 0.85
+    return not part.digits
 
 
 def _digest(word: str) -> bool:
@@ -175,7 +192,9 @@ class NamedSecrets:
             if end - start > _LONGEST:
                 continue
             self.read += end - start
-            if _keyed(shape(text[start:end])):
+            value_text = text[start:end]
+            longest = max(_PARTS.split(value_text), key=len)
+            if _keyed(shape(value_text)) and not _a_name(shape(longest)):
                 pieces += (text[done:start], replace(self.kind, text[start:end]))
                 done = end
         self.read += len(text) - at

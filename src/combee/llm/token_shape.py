@@ -14,10 +14,12 @@ from dataclasses import dataclass
 _LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
 _UPPER = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _DIGIT = frozenset("0123456789")
-_HEX = frozenset("0123456789abcdefABCDEF")
+HEX = frozenset("0123456789abcdefABCDEF")
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]+")
-_WORDY = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{4,}")
+_WORDY = re.compile(r"[A-Z]?[a-z]{2,}|[A-Z]{4,}")
 _LETTERS_OR_DIGITS = re.compile(r"[A-Za-z]+|[0-9]+")
+_DIGITS = re.compile(r"[0-9]+")
+_CASE_RUNS = re.compile(r"[a-z]+|[A-Z]+")
 
 
 def _c_log_c(most: int) -> list[float]:
@@ -42,10 +44,14 @@ class Shape:
     entropy: float
     """Bits per character of the letters and digits, as counted in the text."""
     wordy: float
-    """The share of letters and digits in runs that read like words: three or more lower-case
+    """The share of letters and digits in runs that read like words: two or more lower-case
     letters (after one capital or none), or four or more capitals."""
     letter_digit_rate: float
     """The share of consecutive letters and digits where a letter meets a digit."""
+    case_mix: float
+    """The share of consecutive letters (digits skipped) where the case changes: about a half
+    in random text, a quarter or less in names made of words (``CreateVpcRequest``), a few
+    in words glued to a hash (``74563ba2...-Paper.pdf``)."""
 
     @property
     def classes(self) -> int:
@@ -60,9 +66,12 @@ class Shape:
         if self.length < min_length or self.others * 6 > self.length + self.others:
             return False
         if self.upper and self.lower:
-            if prefixed:
-                return self.wordy < 0.65 and self.entropy >= 3.0
-            return self.wordy < 0.5 and self.entropy >= 3.5
+            if self.case_mix >= 0.3:
+                if prefixed:
+                    return self.wordy < 0.68 and self.entropy >= 3.0
+                return self.wordy < 0.6 and self.entropy >= 3.5
+            if not prefixed:  # words glued to a hash or a number
+                return False
         if self.digits and (self.upper or self.lower):
             return self.letter_digit_rate >= 0.2 and self.entropy >= 3.0
         return False
@@ -79,6 +88,8 @@ def shape(text: str) -> Shape:
         entropy = math.log2(length) - weights / length
     wordy = sum(map(len, _WORDY.findall(letters)))
     runs = len(_LETTERS_OR_DIGITS.findall(letters))
+    only_letters = _DIGITS.sub("", letters)
+    case_changes = len(_CASE_RUNS.findall(only_letters)) - 1
     return Shape(
         length=length,
         others=len(text) - length,
@@ -88,6 +99,7 @@ def shape(text: str) -> Shape:
         entropy=entropy,
         wordy=wordy / length if length else 0.0,
         letter_digit_rate=(runs - 1) / (length - 1) if length > 1 else 0.0,
+        case_mix=case_changes / (len(only_letters) - 1) if len(only_letters) > 1 else 0.0,
     )
 
 
@@ -95,4 +107,4 @@ def hex_groups(text: str) -> bool:
     """Whether ``text`` is hexadecimal groups joined by hyphens (a UUID, a GUID, a MAC address
     or a serial written for people to read): an identifier, not a token."""
     groups = text.split("-")
-    return len(groups) >= 3 and all(0 < len(g) <= 12 and _HEX.issuperset(g) for g in groups)
+    return len(groups) >= 3 and all(0 < len(g) <= 12 and HEX.issuperset(g) for g in groups)
