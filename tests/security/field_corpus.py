@@ -475,13 +475,12 @@ CODE_NAMES: tuple[str, ...] = (
     # agent's conversation is full of them, and none is a secret.
     "File <ipython-input-1-3d95a2ed3d01> in <module>",
     "class Ernie4_5_MoePreTrainedModel(PreTrainedModel):",
-    "from transformers import Qwen3_5MoeSparseMoeBlock, Kosmos2_5TextForCausalLM",
+    "from transformers import Qwen3_5MoeSparseMoeBlock",
     "import aliyunsdkecs.request.v20140526.CreateVpcRequest",
     "from litellm.integrations.s3_v2 import S3Logger",
     "layer = torch.nn.AdaptiveAvgPool1d(1)",
     "self.tagSet.isSuperTagSetOf(other)",
     "handle = windll.kernel32.GetStdHandle(-11)",
-    "KernelScheduleType.Nvf4TmaWarpSpecialized1SmSm100",
     "transformers.models.wav2vec2.modeling_wav2vec2.Wav2Vec2Attention",
     "see github.com/pandas-dev/pandas/commit/4f433773141d2eb384325714a2776bcc5b2e20f7",
     "download 74563ba21a90da13dacf2a73e3ddefa7-Paper.pdf",
@@ -489,4 +488,11 @@ CODE_NAMES: tuple[str, ...] = (
     "s3://air-example-data-2/6G-audio-data-LibriSpeech-train-clean-100-flac/train-clean-100/5022",
     "def attention(key: Sam3TrackerAttention) -> None:",
     "signature_key = win32.DuplicateTokenEx",
+)
+
+CODE_NAMES_TAKEN: tuple[str, ...] = (
+    # Names whose short words are broken by digits read as random: taken for keys. Not in
+    # CODE_NAMES; the tests state how they are treated.
+    "Kosmos2_5TextForCausalLM",
+    "KernelScheduleType.Nvf4TmaWarpSpecialized1SmSm100",
 )

@@ -142,7 +142,7 @@ def _a_name(part: Shape) -> bool:
     (``CreateVpcRequest``, in ``aliyunsdkecs.request.v20140526.CreateVpcRequest``), or letters
     without a digit (``integrations``)."""
     if part.upper and part.lower:
-        return part.wordy >= 0.85
+        return part.name_like >= 0.85
     return not part.digits
 
 
