@@ -4,6 +4,7 @@ and TruffleHog's public rules, values generated from a seed)."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -123,3 +124,17 @@ def test_the_generic_detectors_run_after_the_named_ones() -> None:
         "AWS_SECRET_ACCESS_KEY=[REDACTED:secret]"
     )
     assert generic_secrets.GENERIC_KINDS == ("token", "named-secret")
+
+
+@pytest.mark.parametrize("before", ["\n", "\t", '"', "\\", " "])
+def test_a_secret_inside_a_json_string_is_redacted_and_the_json_stays_valid(before: str) -> None:
+    """A model's structured reply that repeats a secret: after an escape (``\\n``), or a
+    secret-named key written inside the string (``\\"api_key\\": \\"...\\"``)."""
+    leaked = []
+    for item in FORMATS:
+        reply = json.dumps({"reasoning": f"x{before}{item.text}{before}y"})
+        cleaned = redact(reply)
+        json.loads(cleaned)  # still one valid JSON object
+        if core(item.secret) in cleaned:
+            leaked.append(item.name)
+    assert leaked == ["typeform", "1password secret key", "launchdarkly"]

@@ -66,7 +66,7 @@ class TokenShapes:
 
     def _tokens(self, text: str, start: int, end: int) -> list[tuple[int, int]]:
         """The tokens in the word ``text[start:end]``: the word itself, or, in a path or a URL
-        (the word starts with "/", and is not base64 of a file), its parts between slashes."""
+        (a word with "/" that is not base64 of a file), its parts between slashes."""
         self.read += end - start
         if end - start > _LONGEST:
             return []
@@ -84,6 +84,8 @@ class TokenShapes:
         return spans
 
     def _token(self, text: str, start: int, end: int) -> tuple[int, int] | None:
+        if start > 0 and text[start - 1] == "\\":
+            start += 1  # an escape's letter (the n of JSON's \n before a key) stays
         while start < end and text[start] in _EDGE:
             start += 1
         while end > start and text[end - 1] in _EDGE:
@@ -156,7 +158,8 @@ def _digest(word: str) -> bool:
 _SECRET_WORD = re.compile(r"key|token|secret|passw(?:or)?d|pwd|passphrase|credentials?")
 _NAME_GOES_ON = re.compile(r"[A-Za-z0-9_.\-]")
 _VALUE = re.compile(
-    r"""["'`]?[ \t]{0,4}(?:=>|:=|[:=]|(?<=[ \t])(?:is|was)(?=[ \t]))[ \t]{0,4}["'`]?"""
+    r"""(?:\\?["'`])?[ \t]{0,4}(?:=>|:=|[:=]|(?<=[ \t])(?:is|was)(?=[ \t]))[ \t]{0,4}"""
+    r"""(?:\\?["'`])?"""  # a quote may be escaped (JSON inside a JSON string)
     r"([A-Za-z0-9+/=_\-.~]++)"
 )
 

@@ -59,5 +59,12 @@ def _copied(reflection: Reflection, shared: SharedText | None) -> str | None:
     text = "\n".join(str(v) for v in reflection.fields.values() if isinstance(v, str))
     spans = copied_spans(text, reflection.shown_data, reflection.trusted, shared=shared)
     if spans:
-        log.info("reflection on %s copies data it was shown: %s", reflection.sample_id, spans)
+        # Counted, never quoted: the spans are data the reflector was shown (an address, a key
+        # the redaction does not know), which the log must not keep.
+        log.info(
+            "reflection on %s copies %d span(s) of data it was shown (%d characters)",
+            reflection.sample_id,
+            len(spans),
+            sum(map(len, spans)),
+        )
     return "copied-from-data" if spans else None
