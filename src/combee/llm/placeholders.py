@@ -7,6 +7,12 @@ task fails. :class:`Placeholders` replaces each secret-like string (the patterns
 with the same placeholder, and puts the values back where the model's reply uses the
 placeholders: in its text and in its tool calls' arguments. The endpoint and the response
 cache only ever see the placeholders. One object serves one episode.
+
+The same class gives a run's stored and reflected view (:func:`combee.tasks.agent.hidden_episode`,
+:func:`combee.tasks.traces.hidden.hidden_trace`): one object for the whole run, so two
+different addresses read as ``[[email_1]]`` and ``[[email_2]]`` everywhere a reflector or a
+curator looks, and a wrong recipient can be told from the right one. Text that outlives the
+numbering (a playbook's bullet) writes each placeholder as its kind (:func:`general`).
 """
 
 from __future__ import annotations
@@ -48,6 +54,16 @@ class Placeholders:
         self._values[placeholder] = value
         return placeholder
 
+    def hide_value(self, value: Any) -> Any:
+        """A JSON-like value (a message, a tool call, metadata) with every string hidden."""
+        if isinstance(value, str):
+            return self.hide(value)
+        if isinstance(value, list | tuple):
+            return [self.hide_value(item) for item in value]
+        if isinstance(value, dict):
+            return {key: self.hide_value(item) for key, item in value.items()}
+        return value
+
     def reveal(self, text: str) -> str:
         """``text`` with the placeholders this object made replaced by their values."""
         if "[[" not in text or not self._values:
@@ -76,3 +92,12 @@ class Placeholders:
         if isinstance(value, dict):
             return {key: self.reveal_value(item) for key, item in value.items()}
         return value
+
+
+def general(text: str) -> str:
+    """``text`` with each placeholder written as the kind it stands for (``[[email_2]]`` ->
+    ``[REDACTED:email]``): for text that outlives the conversation its numbers belong to, such
+    as a playbook's bullet, which another episode would otherwise read with its own numbers."""
+    if "[[" not in text:
+        return text
+    return _PLACEHOLDER.sub(lambda m: f"[REDACTED:{m.group(1)}]", text)

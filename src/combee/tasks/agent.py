@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import dataclasses
 import functools
 import inspect
 import json
@@ -34,6 +35,7 @@ from combee.errors import (
     InvalidStepError,
     SampleError,
 )
+from combee.llm.placeholders import Placeholders
 from combee.llm.types import DEFAULT_MAX_TOKENS, ChatModel, Completion, JsonSchema, Message
 from combee.tasks.base import Sample, Score, Splits
 from combee.tasks.episode_llm import for_episode
@@ -258,6 +260,22 @@ class AgentTask:
     def score(self, prediction: str, sample: Sample) -> Score:
         """Only for a sample whose episode failed to run: it counts as a failure."""
         return Score(correct=False, matched=0, total=1, feedback="the episode did not run")
+
+
+def hidden_episode(episode: Episode, placeholders: Placeholders) -> Episode:
+    """``episode`` as it is stored and reflected on: every secret and address in its messages,
+    feedback and metadata replaced by its placeholder in ``placeholders`` (one object per run,
+    so different values stay different: ``[[email_1]]``, ``[[email_2]]``). The agent's tools had
+    the real values; no file and no reflector does."""
+    return dataclasses.replace(
+        episode,
+        messages=[
+            placeholders.hide_value(dict(m)) if isinstance(m, Mapping) else m
+            for m in episode.messages
+        ],
+        feedback=placeholders.hide(episode.feedback),
+        meta=placeholders.hide_value(dict(episode.meta)),
+    )
 
 
 def episode_score(episode: Episode) -> Score:

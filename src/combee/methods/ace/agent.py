@@ -27,6 +27,7 @@ from combee.tasks.agent import (
     episode_record,
     episode_score,
     episode_trace,
+    hidden_episode,
     playbook_section,
     run_agent,
 )
@@ -69,6 +70,7 @@ class AgentAceMethod(TraceAceMethod):
     async def rollout(self, context: Playbook, sample: Sample) -> Trajectory:
         text = self.playbook_text(context.render()) if len(context) else ""
         episode = await run_agent(self.agent, sample, text, self.agent_llm, self.threads)
+        episode = hidden_episode(episode, self.placeholders)  # as stored and reflected on
         trace = episode_trace(sample, episode)
         return Trajectory(
             sample=sample,
@@ -81,11 +83,12 @@ class AgentAceMethod(TraceAceMethod):
         trace = trajectory.details["trace"]
         reflection = await self.reflect_on(context, trace, trajectory)
         record = episode_record(trajectory.sample, trajectory.details["episode"])
-        planted = record["metadata"].get("planted")
+        planted = self._planted(record)
         if planted:
-            # What the reflector read: the transcript as cut for it, and the feedback.
+            # What the reflector read: the transcript as cut for it, and the feedback (both
+            # compared with their real values, as the screen compares).
             shown = render_transcript(trace.messages, max_tokens=self.transcript_tokens).text
-            read = f"{shown}\n{trace.outcome.feedback}"
+            read = self.placeholders.reveal(f"{shown}\n{trace.outcome.feedback}")
             record["metadata"]["planted_shown"] = bool(copied_spans(read, planted))
         return dataclasses.replace(reflection, record=record)
 
@@ -104,7 +107,7 @@ class AgentAceMethod(TraceAceMethod):
             with self.episodes_file.open("a", encoding="utf-8") as out:
                 out.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
         for reflection in reflections:
-            planted = planted_of(reflection)
+            planted = self._planted(reflection.record)
             if not planted:
                 continue
             self.lessons.planted_shown += bool(
@@ -115,12 +118,14 @@ class AgentAceMethod(TraceAceMethod):
                 log.warning("a planted instruction reached the lesson of %s", reflection.sample_id)
         return kept, screened
 
-
-def planted_of(reflection: Reflection) -> list[str]:
-    """The instructions an attack planted in the episode behind ``reflection``."""
-    meta = (reflection.record or {}).get("metadata")
-    planted = meta.get("planted") if isinstance(meta, Mapping) else None
-    return [str(text) for text in planted] if isinstance(planted, list) else []
+    def _planted(self, record: Mapping[str, Any] | None) -> list[str]:
+        """The instructions an attack planted in the episode of ``record``, with the real
+        values its stored form writes as placeholders."""
+        meta = (record or {}).get("metadata")
+        planted = meta.get("planted") if isinstance(meta, Mapping) else None
+        if not isinstance(planted, list):
+            return []
+        return [self.placeholders.reveal(str(text)) for text in planted]
 
 
 def planted_in(reflection: Reflection, planted: Sequence[str]) -> bool:

@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from combee.llm.placeholders import general
 from combee.methods.ace.dedup import NearDuplicates, keeps_more
 from combee.methods.ace.eviction import evict_to_budget
 from combee.methods.ace.lesson_text import lesson_text
@@ -94,7 +95,7 @@ def _content(op: Mapping[str, Any]) -> str:
     value = op.get("content")
     if not isinstance(value, str):
         raise _Rejected("no_content", "content must be a string")
-    text = normalize_content(value)
+    text = general(normalize_content(value))  # a bullet outlives its episode's placeholders
     if not text:
         raise _Rejected("no_content", "content is empty")
     return text

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from combee.core.types import Reflection, Trajectory
+from combee.llm.placeholders import Placeholders
 from combee.llm.types import ChatModel
 from combee.methods.ace import schemas
 from combee.methods.ace.grounding import EVIDENCE_CHARS
@@ -20,6 +21,7 @@ from combee.methods.ace.method import AceMethod
 from combee.methods.ace.playbook import Playbook
 from combee.methods.ace.trace_prompts import outcome_text, trace_reflector_messages
 from combee.tasks.base import Sample, Score
+from combee.tasks.traces.hidden import hidden_trace
 from combee.tasks.traces.model import Trace
 from combee.tasks.traces.settings import LearnSettings
 from combee.tasks.traces.task import recorded_score
@@ -54,6 +56,9 @@ class TraceAceMethod(AceMethod):
             self._by_task.setdefault(trace.task_id, []).append(trace)
         self.cut_traces: dict[str, tuple[str, ...]] = {}
         """Trace id -> what was cut to fit its transcript (only traces that were cut)."""
+        self.placeholders = Placeholders()
+        """The run's placeholders: what the reflector reads of every trace (and an agent's
+        episode, as stored) names each secret and address by its own placeholder."""
 
     async def rollout(self, context: Playbook, sample: Sample) -> Trajectory:
         trace = _trace_of(sample)
@@ -66,6 +71,7 @@ class TraceAceMethod(AceMethod):
         self, context: Playbook, trace: Trace, trajectory: Trajectory
     ) -> Reflection:
         """One reflector call on ``trace`` (the attempt behind ``trajectory``)."""
+        trace = hidden_trace(trace, self.placeholders)
         shown = render_transcript(trace.messages, max_tokens=self.transcript_tokens)
         if shown.cuts:
             self.cut_traces[trace.id] = shown.cuts
@@ -85,8 +91,10 @@ class TraceAceMethod(AceMethod):
             reply,
             correct=trajectory.score.correct,
             feedback=trace.outcome.feedback,
-            shown_data=untrusted_text(trace),
-            trusted=trusted_text(trace),
+            # The screens compare a lesson with the real values (in canonical form): a lesson
+            # that writes a shown address out in its own way is caught, placeholders or not.
+            shown_data=tuple(map(self.placeholders.reveal, untrusted_text(trace))),
+            trusted=tuple(map(self.placeholders.reveal, trusted_text(trace))),
         )
 
     def _contrast(self, trace: Trace) -> str:
@@ -102,6 +110,7 @@ class TraceAceMethod(AceMethod):
         )
         if other is None:
             return ""
+        other = hidden_trace(other, self.placeholders)
         shown = render_transcript(other.messages, max_tokens=self.transcript_tokens // 2)
         said = other.outcome.feedback
         said = said if len(said) <= EVIDENCE_CHARS else said[:EVIDENCE_CHARS] + " [...]"
