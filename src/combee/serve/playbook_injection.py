@@ -24,13 +24,14 @@ def with_served_playbook(
     if text:
         messages = list(body["messages"])
         first = messages[0] if messages else None
-        if (
-            first is not None
-            and first.get("role") in ("system", "developer")
-            and isinstance(first.get("content"), str | None)
-        ):
-            messages[0] = {**first, "content": with_playbook(first.get("content") or "", text)}
-        else:
+        content = first.get("content") if isinstance(first, dict) else None
+        if first is None or first.get("role") not in ("system", "developer"):
             messages.insert(0, {"role": "system", "content": text})
+        elif isinstance(content, list):  # content parts (smolagents): the playbook is one more
+            parts = [p for p in content if isinstance(p, dict) and p.get("type") == "text"]
+            lead = "\n\n" if any(str(p.get("text", "")).strip() for p in parts) else ""
+            messages[0] = {**first, "content": [*content, {"type": "text", "text": lead + text}]}
+        else:  # a string, or none: never a second system message
+            messages[0] = {**first, "content": with_playbook(str(content or ""), text)}
         sent["messages"] = messages
     return sent
