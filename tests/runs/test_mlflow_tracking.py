@@ -395,3 +395,23 @@ def test_a_tracking_uri_mlflow_cannot_open_is_one_line_before_anything_is_writte
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "--tracking-uri not a uri cannot be opened by MLflow" in result.stderr, result.stderr
     assert not out.exists()
+
+
+@pytest.mark.mlflow_server
+def test_every_key_a_run_reports_is_a_metric_mlflow_takes(tracking_uri: str) -> None:
+    """A run's results name lesson sources ``feedback+reflector``: MLflow refuses "+" in a
+    metric name, so it is logged as ``..._reflector`` and the run ends FINISHED."""
+    from combee.runs.tracking import MlflowTracker
+
+    tracker = MlflowTracker(tracking_uri=tracking_uri, experiment="names")
+    tracker.on_run_start({"method": "ace", "task": "traces"})
+    summary = {"iterations": 2, "lesson_sources": {"feedback+reflector": 3, "reflector": 1},
+               "screened_out_total": {"copied-from-data": 1}, "odd key (µ)": 2}  # fmt: skip
+    tracker.on_run_end(summary)
+    (run,) = _runs(tracking_uri, "names")
+    assert run.info.status == "FINISHED"
+    metrics = run.data.metrics
+    assert metrics["final.lesson_sources.feedback_reflector"] == 3
+    assert metrics["final.lesson_sources.reflector"] == 1
+    assert metrics["final.screened_out_total.copied-from-data"] == 1
+    assert metrics["final.odd key ___"] == 2

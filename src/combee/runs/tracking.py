@@ -21,6 +21,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -75,12 +76,22 @@ def params_of(config: Mapping[str, Any]) -> dict[str, str]:
     return params
 
 
+_NOT_IN_A_METRIC_NAME = re.compile(r"[^A-Za-z0-9_\-. /]")
+"""MLflow refuses a metric name with any other character (``feedback+reflector``)."""
+
+
+def metric_name(name: str) -> str:
+    """``name`` as MLflow takes it: each character it refuses becomes ``_``."""
+    return _NOT_IN_A_METRIC_NAME.sub("_", name)
+
+
 def numeric_metrics(row: Mapping[str, Any], prefix: str = "") -> dict[str, float]:
-    """Every number in a (nested) row, by dotted name after ``prefix``; flags count as 0 or 1."""
+    """Every number in a (nested) row, by dotted name after ``prefix`` in the characters MLflow
+    takes (:func:`metric_name`); flags count as 0 or 1."""
     found: dict[str, float] = {}
     for name, value in flat(row, prefix):
         if isinstance(value, int | float):  # a flag counts as 0 or 1
-            found[name] = float(value)
+            found[metric_name(name)] = float(value)
     return found
 
 
@@ -226,6 +237,9 @@ class MlflowTracker(LoopObserver):
                 "MLflow tracking stopped: %s failed at %s (%s: %s); the run goes on untracked%s",
                 doing, shown_uri(self.tracking_uri), type(error).__name__, cause, where,
             )  # fmt: skip
+            if self.run_id is not None:  # a run left RUNNING would look alive for ever
+                with contextlib.suppress(Exception):
+                    self._client.set_terminated(self.run_id, status="FAILED")
             self.run_id = None
 
     def _metrics_row(self, report: IterationReport[Any, Any]) -> Mapping[str, Any]:
