@@ -138,3 +138,16 @@ def test_a_secret_inside_a_json_string_is_redacted_and_the_json_stays_valid(befo
         if core(item.secret) in cleaned:
             leaked.append(item.name)
     assert leaked == ["typeform", "1password secret key", "launchdarkly"]
+
+
+def test_the_gateways_ids_and_padded_counts_are_not_taken_for_keys() -> None:
+    """A trace id quoted in a reflector's prompt or a lesson stays whole, as a random part and
+    a count, in the form the gateway writes and in the earlier one without the hyphen."""
+    import secrets
+
+    from combee.serve.conversations import new_id
+
+    written = [new_id("tr") for _ in range(500)]
+    earlier = [f"tr-{secrets.token_hex(6)}{n:010x}" for n in range(1, 500)]
+    quoted = [f"Lesson of trace {trace_id}." for trace_id in written + earlier]
+    assert [text for text in quoted if redact(text) != text] == []

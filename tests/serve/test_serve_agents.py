@@ -108,13 +108,13 @@ def test_an_agents_sdk_agent_learns_through_the_gateway(tmp_path: Path) -> None:
     # The 30 scored conversations (not the 10 unscored ones) taught version 2.
     active = state["active"]
     assert active["version"] == 2 and active["parent"] == 1
-    taught = set(re.findall(r"Lesson of trace (tr-[0-9a-f]+)", active["text"]))
+    taught = set(re.findall(r"Lesson of trace (tr-[0-9a-f-]+)", active["text"]))
     assert len(taught) == 30
     provenance = active["provenance"]
     assert provenance and all(len(sources) >= 1 for sources in provenance.values())
     # Every bullet's provenance names the trace its lesson came from.
     for line in active["text"].splitlines():
-        found = re.search(r"\[([a-z]+-\d+)\].*Lesson of trace (tr-[0-9a-f]+)", line)
+        found = re.search(r"\[([a-z]+-\d+)\].*Lesson of trace (tr-[0-9a-f-]+)", line)
         if found:
             assert provenance[found[1]] == [found[2]]
     # The next conversation's system prompt, at the upstream, carries version 2.

@@ -39,6 +39,9 @@ _GLUED = re.compile(r"[A-Z]{2,8}")
 _NAME = re.compile(r"[A-Za-z]+[0-9]*(?:[_.][A-Za-z]+[0-9]*)*")
 """An environment variable's or a setting's name, before "=" in a word."""
 _HEAD = re.compile(r"([A-Za-z0-9]{1,12})-")
+_PADDED = re.compile(r"(.)\1{5}")
+"""Six of one character in a row: a padded count or a filler, which a random body holds by
+chance about once in 10^6 (hex) or more (wider alphabets)."""
 _DIGEST = re.compile(r"(?i)(?:md5|sha\d*|sha3|blake\d\w*|xxh\d*|crc\d*)\Z")
 
 
@@ -117,6 +120,8 @@ class TokenShapes:
             body = word[cut + 1 :]
             self.read += len(body)
             longest = max(_PARTS.split(body), key=len)
+            if _PADDED.search(body):
+                continue  # a zero-padded count (an id such as tr-ad150e46cb9f0000000008)
             if hex_groups(body) or len(longest) < (16 if HEX.issuperset(longest) else 12):
                 # A UUID; parts as short as words (a pod's name, a file's); a short hash
                 # (``ipython-input-1-3d95a2ed3d01``, a commit's first 12 characters)

@@ -58,8 +58,9 @@ _COUNTER = itertools.count(1)
 
 def new_id(prefix: str) -> str:
     """Unique across processes and restarts (a random part per process, then a count): no
-    call to the system's random source per request."""
-    return f"{prefix}-{_PROCESS}{next(_COUNTER):010x}"
+    call to the system's random source per request. The two parts are apart (``-``), so the
+    id reads as an id and not as a key where it is quoted (a reflector's prompt, a lesson)."""
+    return f"{prefix}-{_PROCESS}-{next(_COUNTER):010x}"
 
 
 def _forget_oldest(remembered: dict[Any, Any]) -> None:
