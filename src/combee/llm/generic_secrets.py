@@ -119,14 +119,14 @@ class TokenShapes:
         for cut in dict.fromkeys((cuts[0], cuts[-1])):
             body = word[cut + 1 :]
             self.read += len(body)
-            longest = max(_PARTS.split(body), key=len)
             if _PADDED.search(body):
                 continue  # a zero-padded count (an id such as tr-ad150e46cb9f0000000008)
+            longest = _longest_part(body)
             if hex_groups(body) or len(longest) < (16 if HEX.issuperset(longest) else 12):
                 # A UUID; parts as short as words (a pod's name, a file's); a short hash
                 # (``ipython-input-1-3d95a2ed3d01``, a commit's first 12 characters)
                 continue
-            if shape(body).random(16, prefixed=True) and not _a_name(shape(longest)):
+            if shape(body).random(16, prefixed=True) and not _a_name(longest):
                 return True
         return False
 
@@ -144,10 +144,15 @@ class TokenShapes:
         return found and not encodes_a_payload(word, before)
 
 
-def _a_name(part: Shape) -> bool:
+def _longest_part(text: str) -> str:
+    return max(_PARTS.split(text), key=len)
+
+
+def _a_name(longest: str) -> bool:
     """Whether the longest part of a body reads as a name people wrote: words in mixed case
     (``CreateVpcRequest``, in ``aliyunsdkecs.request.v20140526.CreateVpcRequest``), or letters
     without a digit (``integrations``)."""
+    part = shape(longest)
     if part.upper and part.lower:
         return part.name_like >= 0.85
     return not part.digits
@@ -200,10 +205,9 @@ class NamedSecrets:
             if end - start > _LONGEST:
                 continue
             self.read += end - start
-            value_text = text[start:end]
-            longest = max(_PARTS.split(value_text), key=len)
-            if _keyed(shape(value_text)) and not _a_name(shape(longest)):
-                pieces += (text[done:start], replace(self.kind, text[start:end]))
+            found_value = text[start:end]
+            if _keyed(shape(found_value)) and not _a_name(_longest_part(found_value)):
+                pieces += (text[done:start], replace(self.kind, found_value))
                 done = end
         self.read += len(text) - at
         if not pieces:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from combee.llm.redact import substitute
@@ -56,13 +57,7 @@ class Placeholders:
 
     def hide_value(self, value: Any) -> Any:
         """A JSON-like value (a message, a tool call, metadata) with every string hidden."""
-        if isinstance(value, str):
-            return self.hide(value)
-        if isinstance(value, list | tuple):
-            return [self.hide_value(item) for item in value]
-        if isinstance(value, dict):
-            return {key: self.hide_value(item) for key, item in value.items()}
-        return value
+        return _strings_mapped(value, self.hide)
 
     def reveal(self, text: str) -> str:
         """``text`` with the placeholders this object made replaced by their values."""
@@ -85,13 +80,18 @@ class Placeholders:
 
     def reveal_value(self, value: Any) -> Any:
         """A parsed JSON value with the placeholders in its strings replaced."""
-        if isinstance(value, str):
-            return self.reveal(value)
-        if isinstance(value, list):
-            return [self.reveal_value(item) for item in value]
-        if isinstance(value, dict):
-            return {key: self.reveal_value(item) for key, item in value.items()}
-        return value
+        return _strings_mapped(value, self.reveal)
+
+
+def _strings_mapped(value: Any, change: Callable[[str], str]) -> Any:
+    """``value`` (strings, lists, tuples as lists, dicts) with ``change`` applied to each string."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, list | tuple):
+        return [_strings_mapped(item, change) for item in value]
+    if isinstance(value, dict):
+        return {key: _strings_mapped(item, change) for key, item in value.items()}
+    return value
 
 
 def general(text: str) -> str:

@@ -65,13 +65,14 @@ class TraceAceMethod(AceMethod):
         return Trajectory(sample=sample, prediction="", score=recorded_score(trace))
 
     async def reflect(self, context: Playbook, trajectory: Trajectory) -> Reflection:
-        return await self.reflect_on(context, _trace_of(trajectory.sample), trajectory)
+        trace = hidden_trace(_trace_of(trajectory.sample), self.placeholders)
+        return await self.reflect_on(context, trace, trajectory)
 
     async def reflect_on(
         self, context: Playbook, trace: Trace, trajectory: Trajectory
     ) -> Reflection:
-        """One reflector call on ``trace`` (the attempt behind ``trajectory``)."""
-        trace = hidden_trace(trace, self.placeholders)
+        """One reflector call on ``trace`` (the attempt behind ``trajectory``), in the run's
+        placeholders (:func:`~combee.tasks.traces.hidden.hidden_trace`)."""
         shown = render_transcript(trace.messages, max_tokens=self.transcript_tokens)
         if shown.cuts:
             self.cut_traces[trace.id] = shown.cuts
