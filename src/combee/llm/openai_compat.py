@@ -20,6 +20,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from combee.llm.messages import MessageError
+from combee.llm.model_objects import plain_value
 from combee.llm.types import DEFAULT_MAX_TOKENS, Completion, JsonSchema
 
 Complete = Callable[..., Awaitable[Completion]]
@@ -74,13 +75,9 @@ def given(value: object) -> bool:
 
 
 def plain_messages(messages: Sequence[Any]) -> list[Mapping[str, Any]]:
-    """``messages`` with the SDK's message objects written as the dicts they stand for."""
-    return [
-        m.model_dump(exclude_none=True, exclude_unset=False, mode="json")
-        if isinstance(m, openai.BaseModel)
-        else m
-        for m in messages
-    ]
+    """``messages`` with the SDK's message objects (a whole message, or its ``tool_calls``
+    put into a dict) written as the dicts they stand for."""
+    return [plain_value(m) for m in messages]
 
 
 def chat_completion(completion: Completion) -> ChatCompletion:

@@ -35,6 +35,7 @@ from combee.errors import (
     InvalidStepError,
     SampleError,
 )
+from combee.llm.model_objects import plain_value
 from combee.llm.placeholders import Placeholders
 from combee.llm.types import DEFAULT_MAX_TOKENS, ChatModel, Completion, JsonSchema, Message
 from combee.tasks.base import Sample, Score, Splits
@@ -65,7 +66,8 @@ class Episode:
     messages: Sequence[Mapping[str, Any]]
     """OpenAI chat messages: ``role``, ``content``, an assistant's ``tool_calls``
     (``[{"id", "type": "function", "function": {"name", "arguments"}}]``), a tool result's
-    ``tool_call_id``."""
+    ``tool_call_id``. The ``openai`` SDK's message objects (``reply.choices[0].message``
+    appended as it came) are taken too, and held as the dicts they stand for."""
     reward: float | None = None
     """In [0, 1]; None when the environment gives only ``success``."""
     success: bool | None = None
@@ -73,6 +75,9 @@ class Episode:
     feedback: str = ""
     """The environment checker's verdict: what was expected, what went wrong."""
     meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "messages", [plain_value(m) for m in self.messages])
 
     @property
     def succeeded(self) -> bool:

@@ -1,0 +1,82 @@
+"""An ``openai``-SDK tool loop that keeps the SDK's own objects in its conversation (the
+``ChatCompletionMessage`` appended as it came, or its ``tool_calls`` put into a dict) and returns
+that conversation in its ``Episode``, trained through ``combee.train`` against the scripted server
+over HTTP: the episodes hold the conversation as the dicts the server received."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openai.types.chat import ChatCompletionMessage
+
+import combee
+from combee.llm import connect
+from combee.sim import serve_in_thread
+from combee.tasks.agent import Episode, with_playbook
+from combee.tasks.base import Sample
+from tests.tasks.test_tool_agent import SYSTEM, TEMPERATURES, TOOLS, weather_model, weather_task
+
+
+def kept(message: ChatCompletionMessage, whole: bool) -> Any:
+    """The reply as the agent keeps it: the SDK's object, or a dict holding its tool calls."""
+    if whole or not message.tool_calls:
+        return message
+    return {"role": "assistant", "content": message.content, "tool_calls": message.tool_calls}
+
+
+def sdk_agent(whole: bool) -> Any:
+    async def agent(sample: Sample, playbook: str, llm: Any) -> Episode:
+        messages: list[Any] = [
+            {"role": "system", "content": with_playbook(SYSTEM, playbook)},
+            {"role": "user", "content": sample.question},
+        ]
+        while True:
+            reply = await llm.chat.completions.create(model="any", messages=messages, tools=TOOLS)
+            message = reply.choices[0].message
+            messages.append(kept(message, whole))
+            if not message.tool_calls:
+                break
+            for call in message.tool_calls:
+                city = json.loads(call.function.arguments)["city"]
+                result = f"{TEMPERATURES[city]} C"
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        expected = str(TEMPERATURES[sample.meta["city"]])
+        return Episode(messages=messages, success=expected in (message.content or ""))
+
+    return agent
+
+
+@pytest.mark.parametrize("whole", [True, False], ids=["message-object", "tool-call-objects"])
+def test_an_episode_may_hold_the_sdks_message_objects(tmp_path: Path, whole: bool) -> None:
+    with serve_in_thread(weather_model) as server:
+        llm = connect("sim", base_url=server.base_url)
+        try:
+            result = combee.train(
+                weather_task(sdk_agent(whole)), batch_size=3, llm=llm, run_dir=tmp_path / "r"
+            )
+        finally:
+            asyncio.run(llm.aclose())
+        last_steps = [r.body["messages"] for r in server.records if len(r.body["messages"]) == 4]
+    assert result.summary["test_success_rate"] == 1.0
+    assert result.summary["train_failed_samples"] == 0
+    episodes = [
+        json.loads(line) for line in (tmp_path / "r" / "episodes.jsonl").read_text().splitlines()
+    ]
+    assert len(episodes) == 3 and all(e["success"] for e in episodes)
+    # Each episode is the conversation the server received, then the final answer.
+    for episode in episodes:
+        messages = episode["messages"]
+        assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "assistant"]
+        assert messages[:4] in last_steps
+        assert messages[2]["tool_calls"][0]["function"]["name"] == "get_weather"
+        assert messages[4]["content"].startswith("It is ")
+
+
+def test_an_episode_reads_message_objects_as_dicts() -> None:
+    message = ChatCompletionMessage(role="assistant", content="It is 21 C there.")
+    episode = Episode(messages=[{"role": "user", "content": "Paris?"}, message])
+    assert episode.messages[1] == {"role": "assistant", "content": "It is 21 C there."}
