@@ -143,6 +143,15 @@ class InvalidReplyError(LLMCallError):
     """The model's reply stayed invalid for the role's schema after the one re-ask."""
 
 
+class CutOffReplyError(InvalidReplyError):
+    """The model's reply stopped at ``max_tokens`` (``finish_reason: length``) before its JSON
+    was complete. It is not re-asked: the same limit would cut the answer again."""
+
+    def __init__(self, message: str, *, role: str | None = None, max_tokens: int) -> None:
+        super().__init__(message, role=role, kind="cut_off", attempts=1)
+        self.max_tokens = max_tokens
+
+
 class SampleError(CombeeError):
     """One sample could not be run (an agent that raised or returned no episode); the run
     records it as that sample's failure and goes on."""

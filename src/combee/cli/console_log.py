@@ -10,6 +10,9 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.markup import escape
 
+from combee.cli.flags import cli_message
+from combee.errors import CombeeError
+
 PROGRESS_LOGGER = "combee.llm.local"
 
 MAX_WARNINGS_SHOWN = 20
@@ -25,7 +28,7 @@ class ConsoleLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            message = escape(record.getMessage())
+            message = escape(_with_flags(record).getMessage())
         except (TypeError, ValueError):
             message = escape(str(record.msg))
         if record.levelno >= logging.WARNING:
@@ -36,6 +39,16 @@ class ConsoleLog(logging.Handler):
                 self.console.print("[yellow]warning:[/] more warnings are written to run.log only")
         elif record.name.startswith(PROGRESS_LOGGER):
             self.console.print(f"[dim]{message}[/]", highlight=False)
+
+
+def _with_flags(record: logging.LogRecord) -> logging.LogRecord:
+    """``record`` with each library error among its arguments naming flags, not parameters
+    (``--max-tokens``, not ``max_tokens``)."""
+    args = record.args
+    if not isinstance(args, tuple) or not any(isinstance(a, CombeeError) for a in args):
+        return record
+    shown = tuple(cli_message(a) if isinstance(a, CombeeError) else a for a in args)
+    return logging.makeLogRecord({**record.__dict__, "args": shown})
 
 
 @contextmanager

@@ -32,6 +32,7 @@ from combee.llm.screening import planted_kind
 from combee.llm.structured import (
     SchemaInstructions,
     SchemaValidators,
+    cut_off,
     reask_request,
 )
 from combee.llm.types import (
@@ -246,6 +247,9 @@ class LLM:
             placeholders=placeholders,
         )
         value, problem, completion = await self._checked(request, role, placeholders=placeholders)
+        if value is None and completion.finish_reason == "length":
+            self._accounting.role(role).failed_calls += 1
+            raise cut_off(role, request.max_tokens, completion.text)
         if value is None:
             self._accounting.reasked(role)
             retry_request = reask_request(request, completion.text, problem or "")

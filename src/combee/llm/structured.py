@@ -10,6 +10,7 @@ import jsonschema_rs
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import best_match
 
+from combee.errors import CutOffReplyError, parameter
 from combee.llm.types import JsonSchema, Message, Request
 
 # strict=False: a raw newline or tab inside a string (small models write them, and a grammar
@@ -135,6 +136,19 @@ def reask_message(error: str) -> str:
     return (
         f"Your previous reply was not valid: {error}\n"
         "Answer again with the corrected JSON object only, no prose and no code fences."
+    )
+
+
+def cut_off(role: str, max_tokens: int, reply: str) -> CutOffReplyError:
+    """The error of a JSON reply the server cut off at ``max_tokens`` (``finish_reason:
+    length``): it names the limit to raise, and no re-ask is made (the same limit would cut
+    the corrected reply too)."""
+    return CutOffReplyError(
+        f"{role}: the reply was cut off at the {max_tokens}-token limit before its JSON was "
+        f"complete (it ends with {reply[-60:]!r}); raise {parameter('max_tokens')} "
+        f"(now {max_tokens})",
+        role=role,
+        max_tokens=max_tokens,
     )
 
 

@@ -64,6 +64,9 @@ class Completion:
     tool_calls: tuple[dict[str, Any], ...] = ()
     """The tool calls the model asked for, as the OpenAI chat API writes them:
     ``{"id", "type": "function", "function": {"name", "arguments": <JSON string>}}``."""
+    finish_reason: str | None = None
+    """Why the model stopped, as the server said it (``stop``, ``length`` when the reply was
+    cut off at ``max_tokens``, ``tool_calls``); None when it did not say."""
 
     @property
     def message(self) -> dict[str, Any]:

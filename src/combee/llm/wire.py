@@ -85,6 +85,9 @@ def completion_from_body(raw: bytes, request: Request, model: str, latency: floa
         latency_s=latency,
         model=str(data.get("model") or model),
         tool_calls=calls,
+        finish_reason=finish
+        if isinstance(finish := choices[0].get("finish_reason"), str)
+        else None,
     )
 
 

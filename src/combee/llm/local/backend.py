@@ -285,6 +285,7 @@ class LocalBackend:
             latency_s=latency,
             model=self.model,
             cost=0.0,
+            finish_reason=choice.get("finish_reason"),
         )
 
     def limits(self) -> ModelLimits:
