@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from combee.methods.registry import METHODS
     from combee.strategies.registry import STRATEGIES
     from combee.tasks.agent import AgentTask, Episode, with_playbook
+    from combee.tasks.agents_sdk import episode_from_agents_run
     from combee.tasks.base import Sample, Score, Splits, Task
     from combee.tasks.registry import TASKS
     from combee.tasks.samples import SampleTask
@@ -81,6 +82,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "AgentTask": ("combee.tasks.agent", "AgentTask"),
     "Episode": ("combee.tasks.agent", "Episode"),
     "with_playbook": ("combee.tasks.agent", "with_playbook"),
+    "episode_from_agents_run": ("combee.tasks.agents_sdk", "episode_from_agents_run"),
     "Sample": ("combee.tasks.base", "Sample"),
     "Score": ("combee.tasks.base", "Score"),
     "Splits": ("combee.tasks.base", "Splits"),
@@ -143,6 +145,7 @@ __all__ = [
     "TrainResult",
     "Trajectory",
     "__version__",
+    "episode_from_agents_run",
     "evaluate",
     "evaluate_async",
     "evaluate_next_actions",

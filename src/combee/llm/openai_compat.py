@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import openai
 from openai.types.chat import ChatCompletion
@@ -193,6 +193,16 @@ class HasAsyncChat(Protocol):
     def chat(self) -> AsyncChat: ...
 
 
+@runtime_checkable
+class BlocksOffLoop(Protocol):
+    """A client whose ``chat`` blocks (the ``llm`` of an agent written as a plain function, on
+    a thread of its own) and which offers the same calls to await on an event loop the agent
+    makes on that thread (``asyncio.run``, the Agents SDK's ``Runner.run_sync``)."""
+
+    @property
+    def async_chat(self) -> AsyncChat: ...
+
+
 class OpenAIClient:
     """What the OpenAI Agents SDK's ``OpenAIChatCompletionsModel`` uses of the SDK's
     ``AsyncOpenAI``: ``chat.completions.create`` and ``base_url``."""
@@ -204,11 +214,13 @@ class OpenAIClient:
         self.chat = chat
 
 
-def async_openai(llm: HasAsyncChat) -> OpenAIClient:
+def async_openai(llm: HasAsyncChat | BlocksOffLoop) -> OpenAIClient:
     """``llm`` (the client an agent receives) as the ``openai_client`` of the OpenAI Agents
     SDK: ``OpenAIChatCompletionsModel(model="any", openai_client=async_openai(llm))``. Each
-    of the agent's model calls is one of Combee's (role ``agent``)."""
-    return OpenAIClient(llm.chat)
+    of the agent's model calls is one of Combee's (role ``agent``). An agent written as a plain
+    function runs the SDK with ``Runner.run_sync`` (or ``asyncio.run(Runner.run(...))``) on its
+    own thread; an ``async def`` agent awaits ``Runner.run``."""
+    return OpenAIClient(llm.async_chat if isinstance(llm, BlocksOffLoop) else llm.chat)
 
 
 class Completions:

@@ -44,7 +44,7 @@ from combee.tasks.traces.chat import MessageError, chat_messages
 from combee.tasks.traces.model import Outcome, Trace
 
 if TYPE_CHECKING:
-    from combee.llm.openai_compat import Chat
+    from combee.llm.openai_compat import AsyncChat, Chat
 
 T = TypeVar("T")
 
@@ -141,6 +141,21 @@ class BlockingLLM:
         from combee.llm.openai_compat import Chat  # the openai SDK, when an agent asks
 
         return Chat(self.complete)
+
+    @property
+    def async_chat(self) -> AsyncChat:
+        """The same calls to await on an event loop of the agent's own thread (what
+        ``combee.llm.openai_compat.async_openai`` hands the Agents SDK's ``Runner.run_sync``);
+        each still runs on the run's loop."""
+        from combee.llm.openai_compat import AsyncChat  # the openai SDK, when an agent asks
+
+        return AsyncChat(self._complete_awaited)
+
+    async def _complete_awaited(self, messages: Sequence[Message], **options: Any) -> Completion:
+        call = self._llm.complete(messages, **options)
+        if asyncio.get_running_loop() is self._loop:
+            return await call
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call, self._loop))
 
 
 def check_max_threads(value: Any) -> int:
