@@ -23,14 +23,13 @@ from starlette.routing import Route  # noqa: E402
 
 import combee  # noqa: E402
 from combee.errors import ConfigError  # noqa: E402
-from combee.llm import connect  # noqa: E402
 from combee.llm.openai_compat import async_openai  # noqa: E402
-from combee.sim import serve_in_thread  # noqa: E402
 from combee.tasks.agent import Episode, with_playbook  # noqa: E402
 from combee.tasks.base import Sample  # noqa: E402
 from tests.asgi_thread import serving  # noqa: E402
 from tests.tasks.test_agents_sdk import SYSTEM, get_weather  # noqa: E402
-from tests.tasks.test_tool_agent import TEMPERATURES, weather_model, weather_task  # noqa: E402
+from tests.tasks.test_tool_agent import TEMPERATURES  # noqa: E402
+from tests.tasks.weather_runs import train_weather, training_episodes  # noqa: E402
 
 UNTRACED = agents.RunConfig(tracing_disabled=True)
 
@@ -53,22 +52,13 @@ def run_sync_agent(sample: Sample, playbook: str, llm: Any) -> Episode:
 
 
 def test_a_plain_function_agent_runs_the_agents_sdk_with_run_sync(tmp_path: Path) -> None:
-    with serve_in_thread(weather_model) as server:
-        llm = connect("sim", base_url=server.base_url)
-        try:
-            result = combee.train(
-                weather_task(run_sync_agent), batch_size=3, llm=llm, run_dir=tmp_path / "r"
-            )
-        finally:
-            asyncio.run(llm.aclose())
-        steps = [r.body["messages"] for r in server.records if r.body.get("tools")]
-    assert result.summary["test_success_rate"] == 1.0
-    assert result.summary["train_failed_samples"] == 0
+    summary, bodies = train_weather(run_sync_agent, tmp_path / "r")
+    steps = [body["messages"] for body in bodies if body.get("tools")]
+    assert summary["test_success_rate"] == 1.0
+    assert summary["train_failed_samples"] == 0
     # Each model call of Runner.run_sync was one of Combee's, counted under the agent role.
-    assert len(steps) == result.summary["llm_calls"]["agent"] == 8
-    episodes = [
-        json.loads(line) for line in (tmp_path / "r" / "episodes.jsonl").read_text().splitlines()
-    ]
+    assert len(steps) == summary["llm_calls"]["agent"] == 8
+    episodes = training_episodes(tmp_path / "r")
     assert len(episodes) == 3 and all(e["success"] for e in episodes)
     for episode in episodes:
         messages = episode["messages"]

@@ -5,7 +5,6 @@ over HTTP: the episodes hold the conversation as the dicts the server received."
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -13,12 +12,10 @@ from typing import Any
 import pytest
 from openai.types.chat import ChatCompletionMessage
 
-import combee
-from combee.llm import connect
-from combee.sim import serve_in_thread
 from combee.tasks.agent import Episode, with_playbook
 from combee.tasks.base import Sample
-from tests.tasks.test_tool_agent import SYSTEM, TEMPERATURES, TOOLS, weather_model, weather_task
+from tests.tasks.test_tool_agent import SYSTEM, TEMPERATURES, TOOLS
+from tests.tasks.weather_runs import train_weather, training_episodes
 
 
 def kept(message: ChatCompletionMessage, whole: bool) -> Any:
@@ -52,20 +49,11 @@ def sdk_agent(whole: bool) -> Any:
 
 @pytest.mark.parametrize("whole", [True, False], ids=["message-object", "tool-call-objects"])
 def test_an_episode_may_hold_the_sdks_message_objects(tmp_path: Path, whole: bool) -> None:
-    with serve_in_thread(weather_model) as server:
-        llm = connect("sim", base_url=server.base_url)
-        try:
-            result = combee.train(
-                weather_task(sdk_agent(whole)), batch_size=3, llm=llm, run_dir=tmp_path / "r"
-            )
-        finally:
-            asyncio.run(llm.aclose())
-        last_steps = [r.body["messages"] for r in server.records if len(r.body["messages"]) == 4]
-    assert result.summary["test_success_rate"] == 1.0
-    assert result.summary["train_failed_samples"] == 0
-    episodes = [
-        json.loads(line) for line in (tmp_path / "r" / "episodes.jsonl").read_text().splitlines()
-    ]
+    summary, bodies = train_weather(sdk_agent(whole), tmp_path / "r")
+    last_steps = [body["messages"] for body in bodies if len(body["messages"]) == 4]
+    assert summary["test_success_rate"] == 1.0
+    assert summary["train_failed_samples"] == 0
+    episodes = training_episodes(tmp_path / "r")
     assert len(episodes) == 3 and all(e["success"] for e in episodes)
     # Each episode is the conversation the server received, then the final answer.
     for episode in episodes:
