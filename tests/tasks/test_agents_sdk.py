@@ -177,8 +177,8 @@ def test_sentinels_count_as_not_given_and_what_leaves_the_reply_alone_is_accepte
             "metadata": {"run": "1"},
         },
     )
-    assert options == {"role": "agent", "temperature": 0.0, "max_tokens": options["max_tokens"]}
-    assert options["max_tokens"] > 0
+    # Nothing the endpoint samples with was set: the request leaves it all to the endpoint.
+    assert options == {"role": "agent", "unsent": ["temperature", "max_tokens", "seed"]}
 
 
 def test_a_json_schema_response_format_becomes_combees_schema() -> None:
@@ -199,6 +199,7 @@ def test_a_json_schema_response_format_becomes_combees_schema() -> None:
         "temperature": 0.3,
         "max_tokens": 64,
         "json_schema": JsonSchema(name="final_output", schema=schema),
+        "unsent": ["seed"],
     }
     assert "json_schema" not in call_options("agent", {"response_format": {"type": "text"}})
 

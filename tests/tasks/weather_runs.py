@@ -14,10 +14,13 @@ from combee.sim import serve_in_thread
 from tests.tasks.test_tool_agent import weather_model, weather_task
 
 
-def train_weather(agent: Any, run_dir: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The run's summary and the body of every request the server received."""
+def train_weather(
+    agent: Any, run_dir: Path, client: str = "openai"
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The run's summary and the body of every request the server received (``client``: the
+    run's HTTP client, ``openai`` or ``lean``)."""
     with serve_in_thread(weather_model) as server:
-        llm = connect("sim", base_url=server.base_url)
+        llm = connect("sim", base_url=server.base_url, client=client)
         try:
             result = combee.train(weather_task(agent), batch_size=3, llm=llm, run_dir=run_dir)
         finally:

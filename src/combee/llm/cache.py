@@ -45,6 +45,8 @@ def cache_key(request: Request, *, model: str, base_url: str | None, json_mode: 
     if request.tools or request.tool_choice is not None:  # keys of tool-free requests unchanged
         payload["tools"] = request.tools
         payload["tool_choice"] = request.tool_choice
+    if request.unsent:  # the endpoint's defaults: another reply than Combee's settings give
+        payload["unsent"] = sorted(request.unsent)
     encoded = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
 

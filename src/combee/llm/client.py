@@ -6,7 +6,7 @@ import os
 import random
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -47,6 +47,7 @@ from combee.llm.types import (
     RemoteBackend,
     Request,
     RoleUsage,
+    Sampling,
     StatesLimits,
 )
 
@@ -200,9 +201,11 @@ class LLM:
         tools: Sequence[Mapping[str, Any]] | None = None,
         tool_choice: ToolChoice | None = None,
         placeholders: Placeholders | None = None,
+        unsent: Collection[Sampling] = (),
     ) -> Completion:
         """One completion; ``seed``, when given, replaces the client's sampling seed for this
-        request (it is sent to the server and is part of the response-cache key).
+        request (it is sent to the server and is part of the response-cache key). A setting
+        named in ``unsent`` is left out of the request, so the endpoint's default applies.
 
         ``messages`` are OpenAI chat messages, tool calls and tool results included; ``tools``
         and ``tool_choice`` are sent as the OpenAI chat API defines them, and the model's tool
@@ -219,6 +222,7 @@ class LLM:
             tools=tools,
             tool_choice=tool_choice,
             placeholders=placeholders,
+            unsent=unsent,
         )
         completion, key = await self._call(request, role, placeholders=placeholders)
         if key is not None and not completion.cached:
@@ -323,19 +327,26 @@ class LLM:
         tools: Sequence[Mapping[str, Any]] | None = None,
         tool_choice: ToolChoice | None = None,
         placeholders: Placeholders | None = None,
+        unsent: Collection[Sampling] = (),
     ) -> Request:
         """The request :meth:`complete` sends for these arguments: secret-like strings
         redacted (unless ``redact=False``; as ``placeholders`` when given) in every message's
         content and tool-call arguments, the schema written into the system prompt when
-        ``json_mode`` is not ``json_schema``, and the client's seed unless ``seed`` is given."""
+        ``json_mode`` is not ``json_schema``, and the client's seed unless ``seed`` is given or
+        ``unsent`` names it."""
+        if "seed" in unsent:
+            seed = None
+        elif seed is None:
+            seed = self._seed
         request = Request.build(
             messages,
             temperature=temperature,
             max_tokens=max_tokens,
             json_schema=json_schema,
-            seed=self._seed if seed is None else seed,
+            seed=seed,
             tools=tools,
             tool_choice=tool_choice,
+            unsent=unsent,
         )
         sent = self._redaction.messages(request.messages, placeholders)
         if json_schema is not None and self._json_mode != "json_schema":

@@ -21,7 +21,7 @@ from openai.types.chat import ChatCompletion
 
 from combee.llm.messages import MessageError
 from combee.llm.model_objects import plain_value
-from combee.llm.types import DEFAULT_MAX_TOKENS, Completion, JsonSchema
+from combee.llm.types import Completion, JsonSchema, Sampling
 
 Complete = Callable[..., Awaitable[Completion]]
 
@@ -67,6 +67,9 @@ _CARRIED = (
 
 _KNOWN = _IGNORED | _DEFAULTS.keys() | set(_CARRIED)
 
+SAMPLING: tuple[Sampling, ...] = ("temperature", "max_tokens", "seed")
+"""Sent only when the caller sets them (``max_completion_tokens`` counts as ``max_tokens``)."""
+
 
 def given(value: object) -> bool:
     """Whether a keyword argument counts as given: None and the SDK's sentinels
@@ -111,7 +114,9 @@ def call_options(role: str, options: Mapping[str, Any]) -> dict[str, Any]:
     None and the SDK's sentinels count as not given; an argument that does not change the
     reply (``extra_headers``, ``store``, ``metadata``, ...) is accepted and dropped; one that
     would change it and that Combee does not carry (``stream=True``, ``n=2``, ``top_p=0.5``,
-    ``reasoning_effort``, ...) is refused with one :class:`MessageError` naming it.
+    ``reasoning_effort``, ...) is refused with one :class:`MessageError` naming it. The
+    ``temperature``, ``max_tokens`` and ``seed`` the caller did not set are named in
+    ``unsent``: the request leaves them to the endpoint, as the SDK's own request would.
     ``response_format`` of type ``json_schema`` becomes ``json_schema=JsonSchema(...)``."""
     options = {k: v for k, v in options.items() if given(v)}
     refused = sorted(
@@ -129,15 +134,16 @@ def call_options(role: str, options: Mapping[str, Any]) -> dict[str, Any]:
             f"leave {'it' if len(refused) == 1 else 'them'} out (it takes "
             f"{', '.join(_CARRIED)}, and only {defaults})"
         )
-    limit = options.get("max_completion_tokens") or options.get("max_tokens")
-    out: dict[str, Any] = {
-        "role": role,
-        "temperature": options.get("temperature", 0.0),
-        "max_tokens": limit or DEFAULT_MAX_TOKENS,
-    }
-    for name in ("tools", "tool_choice", "seed"):
+    limit = options.get("max_completion_tokens", options.get("max_tokens"))
+    if limit is not None:
+        options["max_tokens"] = limit
+    out: dict[str, Any] = {"role": role}
+    for name in ("tools", "tool_choice", "temperature", "max_tokens", "seed"):
         if name in options:
             out[name] = options[name]
+    unsent = [name for name in SAMPLING if name not in options]
+    if unsent:  # sent only as the agent set them: the endpoint's defaults for the rest
+        out["unsent"] = unsent
     if "response_format" in options:
         schema = json_schema(options["response_format"])
         if schema is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -37,6 +37,9 @@ DEFAULT_MAX_TOKENS = 2048
 
 DEFAULT_JSON_MODE: JsonMode = "json_schema"
 """How replies are held to a schema unless the endpoint needs another mode."""
+
+Sampling = Literal["temperature", "max_tokens", "seed"]
+"""A sampling setting a request may leave to the endpoint's own default."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,11 @@ class Request:
     seed: int | None = None
     tools: tuple[dict[str, Any], ...] = ()
     tool_choice: ToolChoice | None = None
+    unsent: frozenset[Sampling] = frozenset()
+    """Sampling settings left out of the request, so the endpoint's defaults apply (an agent's
+    call through the OpenAI SDK's call shape sends only what the agent set). Their fields
+    above still hold Combee's values: ``max_tokens`` bounds the reply the client accepts, and
+    an embedded model, which has no defaults of a server, samples with them."""
 
     @staticmethod
     def build(
@@ -104,6 +112,7 @@ class Request:
         seed: int | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
         tool_choice: ToolChoice | None = None,
+        unsent: Collection[Sampling] = (),
     ) -> Request:
         """A request; a message, tool or tool choice that cannot be sent as it is raises
         :class:`combee.llm.messages.MessageError`."""
@@ -117,7 +126,12 @@ class Request:
             seed=seed,
             tools=wired_tools,
             tool_choice=tool_choice,
+            unsent=frozenset(unsent),
         )
+
+    def sends(self, setting: Sampling) -> bool:
+        """Whether the request carries ``setting`` (the seed only when there is one)."""
+        return setting not in self.unsent and (setting != "seed" or self.seed is not None)
 
     def chat_messages(self) -> list[dict[str, Any]]:
         return [dict(m) for m in self.messages]

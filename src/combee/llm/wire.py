@@ -35,14 +35,14 @@ dumps, loads = _codec()
 
 
 def chat_body(request: Request, model: str, formats: ResponseFormats) -> dict[str, Any]:
-    """The chat-completions request body: the messages, tools and tool choice as given."""
-    body: dict[str, Any] = {
-        "model": model,
-        "messages": request.chat_messages(),
-        "temperature": request.temperature,
-        "max_tokens": request.max_tokens,
-    }
-    if request.seed is not None:
+    """The chat-completions request body: the messages, tools and tool choice as given, and
+    the sampling settings the request sends."""
+    body: dict[str, Any] = {"model": model, "messages": request.chat_messages()}
+    if request.sends("temperature"):
+        body["temperature"] = request.temperature
+    if request.sends("max_tokens"):
+        body["max_tokens"] = request.max_tokens
+    if request.sends("seed"):
         body["seed"] = request.seed
     if request.json_schema is not None and formats.json_mode != "none":
         body["response_format"] = formats.for_schema(request.json_schema)
