@@ -16,8 +16,8 @@ from combee.llm.openai_compat import async_openai  # noqa: E402
 from combee.tasks.agent import Episode, with_playbook  # noqa: E402
 from combee.tasks.base import Sample  # noqa: E402
 from tests.tasks.test_agents_sdk import SYSTEM, get_weather  # noqa: E402
-from tests.tasks.test_tool_agent import TEMPERATURES, TOOLS  # noqa: E402
-from tests.tasks.weather_runs import train_weather  # noqa: E402
+from tests.tasks.test_tool_agent import TOOLS  # noqa: E402
+from tests.tasks.weather_runs import opening, tool_results, train_weather  # noqa: E402
 
 SAMPLING = ("temperature", "max_tokens", "seed")
 
@@ -26,10 +26,7 @@ def sdk_call_agent(settings: dict[str, Any]) -> Any:
     """A plain-function tool loop on ``llm.chat.completions.create`` with ``settings``."""
 
     def agent(sample: Sample, playbook: str, llm: Any) -> Episode:
-        messages: list[Any] = [
-            {"role": "system", "content": with_playbook(SYSTEM, playbook)},
-            {"role": "user", "content": sample.question},
-        ]
+        messages = opening(sample, playbook)
         while True:
             reply = llm.chat.completions.create(
                 model="any", messages=messages, tools=TOOLS, **settings
@@ -38,10 +35,7 @@ def sdk_call_agent(settings: dict[str, Any]) -> Any:
             messages.append(message)
             if not message.tool_calls:
                 break
-            for call in message.tool_calls:
-                city = json.loads(call.function.arguments)["city"]
-                result = f"{TEMPERATURES[city]} C"
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+            messages.extend(tool_results(message))
         return Episode(messages=messages, success=True)
 
     return agent

@@ -5,17 +5,16 @@ over HTTP: the episodes hold the conversation as the dicts the server received."
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from openai.types.chat import ChatCompletionMessage
 
-from combee.tasks.agent import Episode, with_playbook
+from combee.tasks.agent import Episode
 from combee.tasks.base import Sample
-from tests.tasks.test_tool_agent import SYSTEM, TEMPERATURES, TOOLS
-from tests.tasks.weather_runs import train_weather, training_episodes
+from tests.tasks.test_tool_agent import TEMPERATURES, TOOLS
+from tests.tasks.weather_runs import opening, tool_results, train_weather, training_episodes
 
 
 def kept(message: ChatCompletionMessage, whole: bool) -> Any:
@@ -27,20 +26,14 @@ def kept(message: ChatCompletionMessage, whole: bool) -> Any:
 
 def sdk_agent(whole: bool) -> Any:
     async def agent(sample: Sample, playbook: str, llm: Any) -> Episode:
-        messages: list[Any] = [
-            {"role": "system", "content": with_playbook(SYSTEM, playbook)},
-            {"role": "user", "content": sample.question},
-        ]
+        messages = opening(sample, playbook)
         while True:
             reply = await llm.chat.completions.create(model="any", messages=messages, tools=TOOLS)
             message = reply.choices[0].message
             messages.append(kept(message, whole))
             if not message.tool_calls:
                 break
-            for call in message.tool_calls:
-                city = json.loads(call.function.arguments)["city"]
-                result = f"{TEMPERATURES[city]} C"
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+            messages.extend(tool_results(message))
         expected = str(TEMPERATURES[sample.meta["city"]])
         return Episode(messages=messages, success=expected in (message.content or ""))
 

@@ -11,7 +11,29 @@ from typing import Any
 import combee
 from combee.llm import connect
 from combee.sim import serve_in_thread
-from tests.tasks.test_tool_agent import weather_model, weather_task
+from combee.tasks.agent import with_playbook
+from combee.tasks.base import Sample
+from tests.tasks.test_tool_agent import SYSTEM, TEMPERATURES, weather_model, weather_task
+
+
+def opening(sample: Sample, playbook: str) -> list[Any]:
+    """The conversation a weather agent starts with."""
+    return [
+        {"role": "system", "content": with_playbook(SYSTEM, playbook)},
+        {"role": "user", "content": sample.question},
+    ]
+
+
+def tool_results(message: Any) -> list[dict[str, Any]]:
+    """The ``tool`` messages answering the SDK message's calls of ``get_weather``."""
+    return [
+        {
+            "role": "tool",
+            "tool_call_id": call.id,
+            "content": f"{TEMPERATURES[json.loads(call.function.arguments)['city']]} C",
+        }
+        for call in message.tool_calls or []
+    ]
 
 
 def train_weather(
