@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from combee.core.loop_observer import LoopObserver
     from combee.core.types import Method, Reflection, Strategy, Trajectory
     from combee.engine.evaluation import evaluate, evaluate_async
-    from combee.engine.learn import learn, learn_async
+    from combee.engine.learn import learn, learn_async, learn_plan
     from combee.engine.offline_eval import (
         NextActionResult,
         evaluate_next_actions,
@@ -68,6 +68,7 @@ _EXPORTS: dict[str, tuple[str, str | None]] = {
     "evaluate_async": ("combee.engine.evaluation", "evaluate_async"),
     "learn": ("combee.engine.learn", "learn"),
     "learn_async": ("combee.engine.learn", "learn_async"),
+    "learn_plan": ("combee.engine.learn", "learn_plan"),
     "METHODS": ("combee.methods.registry", "METHODS"),
     "NextActionResult": ("combee.engine.offline_eval", "NextActionResult"),
     "evaluate_next_actions": ("combee.engine.offline_eval", "evaluate_next_actions"),
@@ -152,6 +153,7 @@ __all__ = [
     "evaluate_next_actions_async",
     "learn",
     "learn_async",
+    "learn_plan",
     "llm",
     "plan",
     "register_method",

@@ -73,6 +73,12 @@ def compare_command(
     experiment: opt.Experiment = "combee",
     report: Annotated[bool, typer.Option(help="Write the report when the grid is done.")] = True,
     title: Annotated[str | None, typer.Option(help="The report's title.")] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Print each cell's plan (calls by role, tokens, cost) and stop."
+        ),
+    ] = False,
     **options: Any,
 ) -> None:
     """Train strategies × batch sizes × seeds, one run per cell, then write the report."""
@@ -83,12 +89,18 @@ def compare_command(
     if cache is not None and no_cache:
         raise fail("--cache and --no-cache contradict each other: give one")
     flags = {
-        **{k: v for k, v in locals().items() if k not in ("ctx", "spec", "options", "cache")},
+        **{
+            k: v
+            for k, v in locals().items()
+            if k not in ("ctx", "spec", "options", "cache", "dry_run")
+        },
         **options,
     }
     grid_spec = guarded(lambda: load_spec(spec)) if spec is not None else None
     settings = merged(ctx, flags, grid_spec, CELL_SETTINGS)
     endpoint: dict[str, Any] = settings["endpoint"]
+    if dry_run:
+        return print_grid_plan(settings, Endpoint(**endpoint), overwrite=overwrite)
     progress = ConsoleProgress(err)
 
     def observers_for(cell: Cell, run_dir: Path) -> list[Any]:
@@ -130,3 +142,18 @@ def compare_command(
     if result.failed:
         names = ", ".join(c.cell.name for c in result.failed)
         raise fail(f"{len(result.failed)} of {len(result.cells)} cells failed: {names}")
+
+
+def print_grid_plan(settings: dict[str, Any], endpoint: Endpoint, *, overwrite: bool) -> None:
+    """``--dry-run``: the plan of every cell the flags describe, printed; no call is made."""
+    from combee.report.compare_plan import GridPlan, compare_plan
+
+    async def planned() -> GridPlan:
+        return compare_plan(
+            settings["task"], strategies=settings["strategies"],
+            batch_sizes=settings["batch_sizes"], seeds=settings["seeds"], out=settings["out"],
+            llm=endpoint, overwrite=overwrite, **settings["train"],
+        )  # fmt: skip
+
+    lines = run(planned()).lines()
+    stdout_console().print("\n".join(lines), highlight=False, markup=False, soft_wrap=True)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from combee.cli import options as opt
-from combee.cli.app import app, err, fail, run
+from combee.cli.app import app, err, fail, run, stdout_console
 from combee.cli.setting_options import settings_from_options, with_setting_options
 from combee.cli.train import print_done, resume_run
 from combee.core.batch_settings import AutoBatchSettings
@@ -55,6 +55,12 @@ def learn_command(
     resume: opt.Resume = None,
     track: opt.Track = None,
     experiment: opt.Experiment = "combee",
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run", help="Print the run's plan (calls by role, tokens, cost) and stop."
+        ),
+    ] = False,
     **options: Any,
 ) -> None:
     """Learn a playbook from recorded agent trajectories, without re-running anything."""
@@ -68,6 +74,8 @@ def learn_command(
     if not traces:
         raise fail("give --traces FILE_OR_FOLDER (repeatable), or --resume RUN_DIR")
     size = opt.batch_size_value(batch_size)
+    if dry_run:
+        return print_learn_plan(traces, strategy=strategy, batch_size=size, options=options)
 
     async def learn() -> TrainResult:
         check_run_dir(out, overwrite=overwrite)  # before the cache is made inside it
@@ -86,3 +94,22 @@ def learn_command(
 
     result = run(learn())
     print_done(result.summary, out)
+
+
+def print_learn_plan(
+    traces: list[Path], *, strategy: str, batch_size: int | str, options: dict[str, Any]
+) -> None:
+    """``--dry-run``: the plan of the learn run the flags describe, printed; no call is made."""
+    from combee.engine.learn import learn_plan
+    from combee.engine.plan import RunPlan
+
+    async def planned() -> RunPlan:
+        llm = opt.endpoint_of(options, cache=None, seed=options["seed"])
+        settings = settings_from_options([*LEARN_SETTINGS, *LEARN_RUN_SETTINGS, *REFUSED], options)
+        return learn_plan(
+            [str(t) for t in traces], strategy=strategy, batch_size=batch_size, llm=llm,
+            **settings,
+        )  # fmt: skip
+
+    lines = run(planned()).lines()
+    stdout_console().print("\n".join(lines), highlight=False, markup=False, soft_wrap=True)

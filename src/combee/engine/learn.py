@@ -16,12 +16,14 @@ from typing import Any
 
 from combee.core.loop_settings import SPLIT_SETTINGS, LoopSettings
 from combee.declare import build, declared
+from combee.engine.plan import RunPlan, plan
 from combee.engine.results import TrainResult
 from combee.engine.training import train_async
 from combee.errors import ConfigError
 from combee.mlflow_store import shown_uri
 from combee.sync import run_sync
 from combee.tasks.traces import Trace, TraceTask, read_traces, render_transcript
+from combee.tasks.traces.formats.trace_import import TraceImport
 from combee.tasks.traces.settings import READ_SETTINGS, LearnSettings
 
 logger = logging.getLogger(__name__)
@@ -53,9 +55,7 @@ async def learn_async(
     """
     chosen = _learn_settings(settings)
     paths = [os.fspath(path) for path in traces]
-    imported = read_traces(
-        paths, format=chosen.format, tracking_uri=chosen.tracking_uri, since=chosen.since
-    )
+    imported = _imported(paths, chosen)
     loaded = imported.traces
     budget = chosen.transcript_tokens
     cut = sum(1 for t in loaded if render_transcript(t.messages, max_tokens=budget).cuts)
@@ -67,6 +67,23 @@ async def learn_async(
         **(settings.pop("record", None) or {}),
     }
     return await _learn(loaded, chosen, seed=seed, record=record, settings=settings)
+
+
+def learn_plan(
+    traces: Iterable[str | os.PathLike[str]], *, seed: int = 0, **settings: Any
+) -> RunPlan:
+    """The plan of :func:`learn_async` with these arguments: the calls it would make by role
+    and what they may spend, counted from the traces read (no model is connected, no call made)."""
+    chosen = _learn_settings(settings)
+    imported = _imported([os.fspath(path) for path in traces], chosen)
+    task, keywords = _trace_run(imported.traces, chosen, seed=seed, settings=settings)
+    return plan(task, **keywords)
+
+
+def _imported(paths: list[str], chosen: LearnSettings) -> TraceImport:
+    return read_traces(
+        paths, format=chosen.format, tracking_uri=chosen.tracking_uri, since=chosen.since
+    )
 
 
 async def learn_traces_async(
@@ -106,6 +123,21 @@ async def _learn(
     record: dict[str, Any],
     settings: dict[str, Any],
 ) -> TrainResult:
+    task, keywords = _trace_run(traces, chosen, seed=seed, settings=settings)
+    uri = chosen.tracking_uri
+    record = {
+        **record,
+        **dataclasses.asdict(chosen),
+        "tracking_uri": shown_uri(uri) if uri else None,  # never a password
+        "held_out_tasks": task.held_out,
+    }
+    return await train_async(task, record=record, **keywords)
+
+
+def _trace_run(
+    traces: Sequence[Trace], chosen: LearnSettings, *, seed: int, settings: dict[str, Any]
+) -> tuple[TraceTask, dict[str, Any]]:
+    """The trace task and the :func:`combee.train` keywords of learning from ``traces``."""
     for name, off in _SPLITS_OFF.items():
         if settings.get(name, off) != off:
             raise ConfigError(
@@ -117,25 +149,17 @@ async def _learn(
     task = TraceTask(
         list(traces), holdout_tasks=chosen.holdout_tasks, seed=seed, limit=chosen.limit
     )
-    uri = chosen.tracking_uri
-    record = {
-        **record,
-        **dataclasses.asdict(chosen),
-        "tracking_uri": shown_uri(uri) if uri else None,  # never a password
-        "held_out_tasks": task.held_out,
-    }
-    return await train_async(
-        task,
-        method=settings.pop("method", "ace-traces"),
-        seed=seed,
-        record=record,
-        method_options={
+    keywords = {
+        "method": settings.pop("method", "ace-traces"),
+        "seed": seed,
+        "method_options": {
             "traces": [t for t in traces if t.task_id not in task.held_out],
             "contrast": chosen.contrast,
             "transcript_tokens": chosen.transcript_tokens,
         },
         **settings,
-    )
+    }
+    return task, keywords
 
 
 def learn(traces: Iterable[str | os.PathLike[str]], **settings: Any) -> TrainResult:

@@ -101,29 +101,34 @@ class RunPlan:
         if self.iterations is not None:
             count = self.iterations
             sizes += f"; {count} iteration{'' if count.most == 1 else 's'}"
+        lines = [f"plan: {sizes}", f"plan: calls {self.calls_text()}"]
+        lines.extend(f"plan: not counted: {what}" for what in self.unknown)
+        lines.extend(f"plan: {note}" for note in self.notes)
+        lines.append(f"plan: {spend_text(self.completion_tokens, self.max_tokens, self.prices)}")
+        return lines
+
+    def calls_text(self) -> str:
+        """The calls by role in words, each with its phases when it has several."""
         roles = ", ".join(
             f"{role} {calls}{self._by_phase(role)}" for role, calls in self.calls.items()
         )
-        spend = (
-            f"completions at most {self.completion_tokens:,} tokens ({self.max_tokens:,} a call)"
-        )
-        cost = self.completion_cost
-        if cost is not None:
-            spend += f", at most ${cost:,.2f}"
-        spend += "; prompt tokens are not known before the run"
-        lines = [f"plan: {sizes}", f"plan: calls {roles or 'none counted'}"]
         if any(not calls.exact for calls in self.calls.values()):
-            lines[-1] += " (a range: set at run time)"
-        lines.extend(f"plan: not counted: {what}" for what in self.unknown)
-        lines.extend(f"plan: {note}" for note in self.notes)
-        lines.append(f"plan: {spend}")
-        return lines
+            roles += " (a range: set at run time)"
+        return roles or "none counted"
 
     def _by_phase(self, role: str) -> str:
         parts = [
             f"{phase} {by_role[role]}" for phase, by_role in self.phases.items() if role in by_role
         ]
         return f" ({', '.join(parts)})" if len(parts) > 1 else ""
+
+
+def spend_text(tokens: int, max_tokens: int, prices: Prices | None) -> str:
+    """What ``tokens`` completion tokens of at most ``max_tokens`` a call may cost, in words."""
+    spend = f"completions at most {tokens:,} tokens ({max_tokens:,} a call)"
+    if prices is not None:
+        spend += f", at most ${prices.cost(0, tokens):,.2f}"
+    return spend + "; prompt tokens are not known before the run"
 
 
 def _range(calls: CallRange) -> dict[str, int]:

@@ -3,7 +3,7 @@
 - :func:`write_report`: run directories in; ``report.html`` (self-contained), ``report.json``
   and PNG figures out.
 - :func:`compare` / :func:`compare_async`: strategies × batch sizes × seeds, one run
-  directory per cell, then the report.
+  directory per cell, then the report; :func:`compare_plan`: the calls it would make.
 - :func:`diff_playbooks`: bullets only in one playbook, and bullets changed between two.
 """
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         compare_async,
         grid,
     )
+    from combee.report.compare_plan import GridPlan, compare_plan
     from combee.report.diff import BulletChange, PlaybookDiff, diff_playbooks, read_playbook
     from combee.report.runs_index import RunInfo, find_runs, load_run, load_runs
     from combee.report.spec import GridSpec, load_spec
@@ -40,6 +41,8 @@ _EXPORTS = {
     "compare": "combee.report.compare",
     "compare_async": "combee.report.compare",
     "grid": "combee.report.compare",
+    "GridPlan": "combee.report.compare_plan",
+    "compare_plan": "combee.report.compare_plan",
     "BulletChange": "combee.report.diff",
     "PlaybookDiff": "combee.report.diff",
     "diff_playbooks": "combee.report.diff",
@@ -67,12 +70,14 @@ __all__ = [
     "CellResult",
     "CompareObserver",
     "CompareResult",
+    "GridPlan",
     "GridSpec",
     "PlaybookDiff",
     "ReportFiles",
     "RunInfo",
     "compare",
     "compare_async",
+    "compare_plan",
     "default_out",
     "diff_playbooks",
     "find_runs",

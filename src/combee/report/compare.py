@@ -17,7 +17,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -180,12 +180,7 @@ async def compare_async(
     ends (then the cells show no progress of their own: give ``observers`` for that).
     """
     cells = grid(strategies, batch_sizes, seeds)
-    allowed = train_settings() | {"record", "executor"}
-    for key in settings:
-        if key in RESERVED:
-            raise ConfigError(f"is set per cell: give {RESERVED[key]} instead", setting=key)
-        if key not in allowed:
-            raise ConfigError("is not a combee.train setting", setting=key)
+    check_cell_settings(settings)
     root = Path(out)
     if not overwrite:
         _refuse_other_settings(cells, root, task, llm, settings)
@@ -209,6 +204,16 @@ async def compare_async(
     return result
 
 
+def check_cell_settings(settings: Mapping[str, Any]) -> None:
+    """A ConfigError for a keyword that is set per cell or is not a ``combee.train`` one."""
+    allowed = train_settings() | {"record", "executor"}
+    for key in settings:
+        if key in RESERVED:
+            raise ConfigError(f"is set per cell: give {RESERVED[key]} instead", setting=key)
+        if key not in allowed:
+            raise ConfigError("is not a combee.train setting", setting=key)
+
+
 async def _train_cell(
     task: str | Task,
     cell: Cell,
@@ -218,7 +223,7 @@ async def _train_cell(
     settings: dict[str, Any],
 ) -> CellResult:
     started = time.perf_counter()
-    the_llm = _cell_llm(llm, cell, run_dir)
+    the_llm = cell_llm(llm, cell, run_dir)
     record = {**settings.get("record", {}), "compare_cell": cell.name}
     try:
         trained = await train_async(
@@ -241,7 +246,8 @@ async def _train_cell(
     return CellResult(cell, run_dir, "finished", summary=trained.summary, seconds=_since(started))
 
 
-def _cell_llm(llm: LLMArg | LLMFactory, cell: Cell, run_dir: Path) -> LLMArg:
+def cell_llm(llm: LLMArg | LLMFactory, cell: Cell, run_dir: Path) -> LLMArg:
+    """The ``llm`` a cell trains with: the factory's for it, an endpoint with the cell's seed."""
     the_llm = llm(cell, run_dir) if callable(llm) and not isinstance(llm, ChatModel) else llm
     if isinstance(the_llm, Endpoint):
         the_llm = dataclasses.replace(the_llm, seed=cell.seed)
@@ -267,7 +273,7 @@ def _refuse_other_settings(
             config = read_config(run_dir)
         except ConfigError:
             continue
-        endpoint = endpoint_config(_cell_llm(llm, cell, run_dir))
+        endpoint = endpoint_config(cell_llm(llm, cell, run_dir))
         differ = differences(config, {**wanted, **endpoint})
         if differ:
             found.setdefault("; ".join(differ), []).append(cell.name)
