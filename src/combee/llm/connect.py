@@ -19,7 +19,12 @@ from urllib.parse import urlsplit
 from combee.declare import Declared, checked, declared, setting
 from combee.errors import ConfigError
 from combee.llm.accounting import Prices
-from combee.llm.guards import MAX_CONCURRENCY, MAX_FAILURES_IN_A_ROW
+from combee.llm.guards import (
+    DEFAULT_MAX_REPLY_BYTES,
+    MAX_CONCURRENCY,
+    MAX_FAILURES_IN_A_ROW,
+    MIN_MAX_REPLY_BYTES,
+)
 from combee.llm.redact import without_credentials
 from combee.llm.types import DEFAULT_JSON_MODE, DEFAULT_KEY_ENV, Backend, JsonMode, StatesLimits
 
@@ -122,6 +127,12 @@ class Endpoint:
         least=MIN_CONTEXT_WINDOW,
         none="the embedded model's 8192; unknown for an endpoint",
     )
+    max_reply_bytes: int = setting(
+        DEFAULT_MAX_REPLY_BYTES,
+        "Most bytes of one reply's HTTP body read (less when max_tokens allows less): past "
+        "it reading stops and the call fails.",
+        least=MIN_MAX_REPLY_BYTES,
+    )
 
     def __post_init__(self) -> None:
         for item in ENDPOINT_SETTINGS:
@@ -223,6 +234,7 @@ def connect(
     redact: bool = True,
     max_failures_in_a_row: int | None = MAX_FAILURES_IN_A_ROW,
     context_window: int | None = None,
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
 ) -> LLM:
     """An LLM client for ``model``.
 
@@ -244,8 +256,11 @@ def connect(
     :class:`combee.errors.RunFailedError` (``None``: never). ``context_window`` is the tokens
     one call may read and write together (the embedded model's ``n_ctx``, default 8,192; for an
     endpoint, what its server allows: then ``combee``'s capacity groups also fit the prompt to
-    it). The client is
-    bound to the event loop it first runs on; close it with ``await llm.aclose()``.
+    it). ``max_reply_bytes`` bounds how much of one reply's HTTP body is read (less when the
+    call's ``max_tokens`` allows less): past it reading stops, the connection is dropped and
+    the call fails.
+    The client is bound to the event loop it first runs on; close it with
+    ``await llm.aclose()``.
     """
     # The parameters are the Endpoint's fields, in order (tests/core/test_endpoint_declared.py).
     return Endpoint(**locals()).connect()
@@ -358,6 +373,7 @@ def _backend(endpoint: Endpoint, json_mode: JsonMode) -> Backend:
             api_key_env=endpoint.api_key_env,
             json_mode=json_mode,
             context_window=endpoint.context_window,
+            max_reply_bytes=endpoint.max_reply_bytes,
         )
     from combee.llm.openai_backend import OpenAIBackend
 
@@ -368,4 +384,5 @@ def _backend(endpoint: Endpoint, json_mode: JsonMode) -> Backend:
         json_mode=json_mode,
         timeout_s=endpoint.timeout_s,
         context_window=endpoint.context_window,
+        max_reply_bytes=endpoint.max_reply_bytes,
     )

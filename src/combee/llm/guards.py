@@ -11,6 +11,13 @@ MIN_REPLY_CHARS = 65_536
 """A reply longer than ``max(MIN_REPLY_CHARS, REPLY_CHARS_PER_TOKEN * max_tokens)`` characters
 is refused: no tokenizer makes tokens that long, so the server ignored the limit."""
 
+DEFAULT_MAX_REPLY_BYTES = 16 << 20
+"""The most bytes of a reply's HTTP body read, whatever ``max_tokens`` allows
+(:mod:`combee.llm.reply_limit`): 65,536 tokens of four characters, each one escaped, take
+about 2 MB."""
+MIN_MAX_REPLY_BYTES = 65_536
+"""A lower limit would refuse ordinary replies."""
+
 DEFAULT_CONCURRENCY = 64
 """Calls in flight at once when nothing asks for more."""
 
@@ -33,19 +40,6 @@ def oversized_reply(text: str, max_tokens: int, role: str) -> LLMCallError | Non
         f"(at most {most:,}); the server ignores max_tokens",
         role=role,
         kind="oversized",
-    )
-
-
-def reply_byte_limit(max_tokens: int) -> int:
-    """The most bytes of a reply's HTTP body read before it is refused: room for the longest
-    reply :func:`oversized_reply` accepts, written with JSON escapes, plus the envelope."""
-    return 8 * max(MIN_REPLY_CHARS, REPLY_CHARS_PER_TOKEN * max_tokens) + 65_536
-
-
-def oversized_body(read: int, max_tokens: int) -> str:
-    return (
-        f"the reply's body passed {read:,} bytes, more than {max_tokens} tokens can take "
-        "(reading stopped there); the server ignores max_tokens"
     )
 
 

@@ -1,5 +1,6 @@
 """What the two HTTP backends (``openai`` and ``lean``) share: the model, its context window,
-the JSON mode, the key variable, and where the calls go with which credentials."""
+the JSON mode, the key variable, where the calls go with which credentials, and how much of a
+reply they read."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from typing import Required, TypedDict
 from urllib.parse import urlsplit
 
 from combee.errors import ConfigError, parameter
+from combee.llm.guards import DEFAULT_MAX_REPLY_BYTES
 from combee.llm.redact import basic_auth, without_credentials
+from combee.llm.reply_limit import ReplyLimit
 from combee.llm.response_format import ResponseFormats
 from combee.llm.types import DEFAULT_JSON_MODE, DEFAULT_KEY_ENV, JsonMode, ModelLimits
 
@@ -68,6 +71,7 @@ class HttpKeywords(TypedDict, total=False):
     api_key_env: str | None
     json_mode: JsonMode
     context_window: int | None
+    max_reply_bytes: int
 
 
 class HttpBackend:
@@ -84,8 +88,10 @@ class HttpBackend:
         api_key_env: str | None = None,
         json_mode: JsonMode = DEFAULT_JSON_MODE,
         context_window: int | None = None,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     ) -> None:
         self.model = model
+        self.max_reply_bytes = max_reply_bytes
         self.context_window = context_window
         """Tokens the served model reads and writes per call, as the user declared it."""
         self.api_key_env = api_key_env or DEFAULT_KEY_ENV
@@ -99,6 +105,10 @@ class HttpBackend:
 
     def limits(self) -> ModelLimits:
         return ModelLimits(context_window=self.context_window)
+
+    def reply_limit(self, max_tokens: int) -> ReplyLimit:
+        """How much of the reply to a call of ``max_tokens`` is read."""
+        return ReplyLimit(max_tokens, self.max_reply_bytes)
 
 
 def base_url_of(given: str | None) -> str | None:

@@ -18,7 +18,6 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from combee.llm.guards import oversized_body, reply_byte_limit
 from combee.llm.http_backend import HttpBackend, HttpKeywords
 from combee.llm.retry import BackendFailure, retry_after_seconds
 from combee.llm.types import Completion, Request
@@ -69,7 +68,9 @@ class LeanBackend(HttpBackend):
             async with session.post(self._url, data=dumps(body), proxy=self._proxy) as response:
                 answered = True
                 status, headers = response.status, response.headers
-                raw = await _read_capped(response, reply_byte_limit(request.max_tokens), request)
+                limit = self.reply_limit(request.max_tokens)
+                # A reply or an error; leaving the block early closes the connection unread.
+                raw = await limit.read(response.content.iter_chunked(1 << 16))
         except aiohttp.ClientConnectorError as error:
             raise BackendFailure("connection", f"connection error: {error}") from None
         except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError) as error:
@@ -86,19 +87,6 @@ class LeanBackend(HttpBackend):
         if self._session is not None and not self._session.closed:
             await self._session.close()
             await asyncio.sleep(0)  # let the connector close its sockets
-
-
-async def _read_capped(response: aiohttp.ClientResponse, limit: int, request: Request) -> bytes:
-    """The body, read in chunks; refused as soon as it passes ``limit`` bytes (a server that
-    ignores max_tokens must not fill the memory)."""
-    chunks: list[bytes] = []
-    read = 0
-    async for chunk in response.content.iter_chunked(1 << 16):
-        read += len(chunk)
-        if read > limit:
-            raise BackendFailure("oversized", oversized_body(read, request.max_tokens))
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def env_proxy(url: str) -> str | None:

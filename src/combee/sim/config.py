@@ -35,6 +35,9 @@ class SimConfig:
     """Only requests with index < fault_first_n may fault (None: every request may)."""
     honour_max_tokens: bool = True
     """False: a faulty server that sends replies longer than ``max_tokens`` allows."""
+    flood_bytes: int | None = None
+    """Pad every reply's body to this many bytes, streamed (:mod:`combee.sim.flood`): a server
+    that floods its client; ``SimServer.flood_sent`` counts the bytes that left."""
     gate_n: int | None = None
     """Hold every request until this many have arrived (proves that calls overlap)."""
     gates: tuple[Gate, ...] = ()

@@ -40,6 +40,10 @@ class RunningServer:
     def records(self) -> list[RequestRecord]:
         return self.sim.records
 
+    @property
+    def flood_sent(self) -> int:
+        return self.sim.flood_sent
+
     def clear_records(self) -> None:
         self.sim.clear_records()
 

@@ -35,6 +35,7 @@ try:
     from starlette.responses import JSONResponse, Response
     from starlette.routing import Route
 
+    from combee.sim.flood import PADDING, FloodingReply, SentBytes, padded_completion
     from combee.sim.streaming import (
         EventStream,
         stream_events,
@@ -77,6 +78,7 @@ class _State:
     capacity: asyncio.Semaphore | None = None
     gate: asyncio.Event | None = None
     gatekeeper: Gatekeeper = field(init=False)
+    flood_sent: SentBytes = field(default_factory=SentBytes)
 
     def __post_init__(self) -> None:
         self.gatekeeper = Gatekeeper(self.config.gates, self.config.gate_timeout_s)
@@ -127,6 +129,11 @@ class SimServer:
         with state.lock:
             return list(state.records)
 
+    @property
+    def flood_sent(self) -> int:
+        """Body bytes of flooding replies sent so far (``SimConfig.flood_bytes``)."""
+        return self._state.flood_sent.count
+
     def clear_records(self) -> None:
         state = self._state
         with state.lock:
@@ -176,6 +183,9 @@ class SimServer:
         if plan.fault in ("429", "500"):
             status = int(plan.fault)
             state.record(index, body, arrived, arrived, status, plan.fault)
+            if config.flood_bytes is not None:
+                error = {"error": {"message": PADDING, "type": "server_error", "code": status}}
+                return FloodingReply(error, config.flood_bytes, state.flood_sent, status)
             if status == 429:
                 headers = {"retry-after": f"{config.retry_after_s:g}"}
                 return _error(429, "simulated rate limit", headers)
@@ -228,6 +238,9 @@ async def _serve(
     state.record(index, body, arrived, started, 200, plan.fault)
     if plan.fault == "bad_body":
         return _bad_body(reply, plan.bad_body_variant)
+    if state.config.flood_bytes is not None:
+        body = padded_completion(reply)
+        return FloodingReply(body, state.config.flood_bytes, state.flood_sent, 200)
     return JSONResponse(reply)
 
 
