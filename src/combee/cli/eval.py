@@ -24,7 +24,13 @@ def eval_command(
     ] = None,
     task: opt.Task = "formula",
     method: Annotated[str, typer.Option(help="ace | gepa | a registered method.")] = "ace",
-    split: Annotated[str, typer.Option(help="train | val | test.")] = "test",
+    split: Annotated[
+        str,
+        typer.Option(
+            help="train | val | test | all (the three together: a whole JSONL file, which "
+            "is otherwise split 60/20/20 by --seed)."
+        ),
+    ] = "test",
     limit: Annotated[int | None, typer.Option(help="First N samples.")] = None,
     max_tokens: Annotated[
         int, typer.Option(help="Completion tokens per call.")
@@ -63,9 +69,21 @@ def eval_command(
             out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         except OSError as error:
             raise fail(f"--out {out}: cannot write the report: {error.strerror}") from None
+    scored = (
+        f"{result.evaluation.samples} samples (all splits)"
+        if split == "all"
+        else (f"{result.evaluation.samples} {split} samples")
+    )
     stdout_console().print(
-        f"accuracy {result.accuracy:.4f} on {result.evaluation.samples} {split} samples "
+        f"accuracy {result.accuracy:.4f} on {scored} "
         f"({len(result.evaluation.failures)} failed) in {result.seconds:.3f}s",
         highlight=False,
         markup=False,
     )
+    if split != "all" and (task == "jsonl" or task.startswith("jsonl:")):
+        err.print(
+            f"note: a JSONL file is split 60/20/20 (train/val/test, lines chosen by --seed) and "
+            f"this scored its {split} share; --split all scores the whole file",
+            highlight=False,
+            markup=False,
+        )

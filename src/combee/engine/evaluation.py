@@ -24,7 +24,17 @@ from combee.engine.results import EvalResult, usage_summary
 from combee.errors import ConfigError
 from combee.llm.types import DEFAULT_MAX_TOKENS
 from combee.sync import run_sync
-from combee.tasks.base import Sample, Task
+from combee.tasks.base import Sample, Splits, Task
+
+SPLITS = ("train", "val", "test", "all")
+"""What :func:`evaluate` scores: one split of the task, or ``all`` of them together."""
+
+
+def split_samples(splits: Splits, split: str) -> list[Sample]:
+    """The samples of ``split`` (one of :data:`SPLITS`); ``all``: train, val, then test."""
+    if split == "all":
+        return [*splits.train, *splits.val, *splits.test]
+    return list(getattr(splits, split))
 
 
 async def observed_evaluation(
@@ -62,13 +72,14 @@ async def evaluate_async(
     preflight: bool = True,
 ) -> EvalResult:
     """Score ``context`` (a file ``Path``, a text, a context object, or None for the method's
-    empty one) on a split of ``task``."""
-    if split not in ("train", "val", "test"):
-        raise ConfigError(f"must be train, val or test (got {split!r})", setting="split")
+    empty one) on a split of ``task``: ``train``, ``val``, ``test``, or ``all`` (the three
+    together: every line of a JSONL file, which a run splits 60/20/20)."""
+    if split not in SPLITS:
+        raise ConfigError(f"must be train, val, test or all (got {split!r})", setting="split")
     the_task = task_of(task, data=data, scorer=scorer, seed=seed)
     if limit is not None:
         whole(limit, "limit", least=0)
-    samples = limited(getattr(the_task.load(), split), limit)
+    samples = limited(split_samples(the_task.load(), split), limit)
     start = initial_text(context, setting="context")
     client, owned = llm_of(llm, seed=seed)
     widen_for(client, len(samples))
