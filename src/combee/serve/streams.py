@@ -11,6 +11,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from combee.serve.sse import EventCutter, event_data
+
 _DONE = b"[DONE]"
 
 
@@ -18,7 +20,7 @@ class StreamReader:
     """Cuts the upstream's bytes into events and folds their deltas into a message."""
 
     def __init__(self) -> None:
-        self._pending = b""
+        self._cutter = EventCutter()
         self.content: list[str] = []
         self.calls: dict[int, dict[str, Any]] = {}
         self.role = "assistant"
@@ -28,16 +30,9 @@ class StreamReader:
 
     def feed(self, chunk: bytes) -> bytes:
         """The complete events in ``chunk`` (with what came before it), to pass on now."""
-        data = self._pending + chunk
-        end = max(data.rfind(b"\n\n"), data.rfind(b"\r\n\r\n"))
-        if end < 0:
-            self._pending = data
-            return b""
-        cut = end + (4 if data[end : end + 4] == b"\r\n\r\n" else 2)
-        ready, self._pending = data[:cut], data[cut:]
         passed = []
-        for event in _events(ready):
-            payload = _data(event)
+        for event in self._cutter.feed(chunk):
+            payload = event_data(event)
             if payload == _DONE:
                 self.done_event = event
                 continue
@@ -49,8 +44,7 @@ class StreamReader:
     def rest(self) -> bytes:
         """What is left when the upstream's stream ends: any unfinished event, then the held
         ``[DONE]``."""
-        tail, self._pending = self._pending, b""
-        return tail + (self.done_event or b"")
+        return self._cutter.rest() + (self.done_event or b"")
 
     def _fold(self, payload: bytes) -> None:
         try:
@@ -101,27 +95,3 @@ class StreamReader:
         elif not text:
             message["content"] = ""
         return message
-
-
-def _events(data: bytes) -> list[bytes]:
-    """``data`` (whole events) cut into events, each with its terminating blank line."""
-    events = []
-    start = 0
-    while start < len(data):
-        end = data.find(b"\n\n", start)
-        crlf = data.find(b"\r\n\r\n", start)
-        if crlf != -1 and (end == -1 or crlf < end):
-            stop = crlf + 4
-        elif end != -1:
-            stop = end + 2
-        else:
-            stop = len(data)
-        events.append(data[start:stop])
-        start = stop
-    return events
-
-
-def _data(event: bytes) -> bytes | None:
-    """The ``data:`` payload of an event (its lines joined), or None."""
-    lines = [line[5:].lstrip(b" ") for line in event.splitlines() if line.startswith(b"data:")]
-    return b"\n".join(lines).strip() if lines else None
