@@ -3,7 +3,9 @@
 Each ``/v1/chat/completions`` request gets its namespace's active playbook in its system message
 (:mod:`combee.serve.playbook_injection`), goes to the upstream, and comes back as the upstream
 sent it (status, body, stream), with the trace id in the ``X-Combee-Trace`` header. The exchange
-is in the store before the agent has its reply.
+is in the store before the agent has its reply. A ``/v1/responses`` request is relayed the same
+way, the playbook in its ``instructions`` (:mod:`combee.serve.exchange_form`). Every other
+``/v1/...`` route is passed through unchanged and not stored (:mod:`combee.serve.passthrough`).
 
 Namespaces: ``/agents/NAME/v1/...`` or the ``X-Combee-Agent: NAME`` header (else ``default``).
 Conversations: the ``X-Combee-Session`` header, else the messages' prefix
@@ -30,18 +32,19 @@ from starlette.routing import Route
 from combee.llm.wire import dumps
 from combee.serve.access import Access
 from combee.serve.conversations import Conversations, new_id
-from combee.serve.exchange_draft import ExchangeDraft, reply_message
+from combee.serve.exchange_draft import ExchangeDraft
+from combee.serve.exchange_form import CHAT, RESPONSES, ExchangeForm, ReplyStream
 from combee.serve.feedback_route import feedback_route
-from combee.serve.http_errors import BadRequest, error
+from combee.serve.forwarded_headers import to_upstream
+from combee.serve.http_errors import BadRequest, error, route_error
 from combee.serve.learner import ContinuousLearner
-from combee.serve.playbook_injection import with_served_playbook
+from combee.serve.passthrough import passthrough_route
 from combee.serve.playbook_routes import learn_route, playbook_route, rollback_route
 from combee.serve.records import DEFAULT_NAMESPACE, PlaybookVersion
 from combee.serve.request_body import json_body
 from combee.serve.settings import ServeSettings
 from combee.serve.store import TraceStore
 from combee.serve.store_writes import ensure_first, record_exchange
-from combee.serve.streams import StreamReader
 from combee.serve.upstream import HttpUpstream, UpstreamError, UpstreamReply
 
 logger = logging.getLogger(__name__)
@@ -53,6 +56,8 @@ SESSION_HEADER = "x-combee-session"
 TASK_HEADER = "x-combee-task"
 PLAYBOOK_HEADER = "x-combee-playbook"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+_ANY = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
 Listener = Callable[[str], None]
 Handler = Callable[["Gateway", Request], Awaitable[Response]]
@@ -110,7 +115,9 @@ class Gateway:
     # --- routes -------------------------------------------------------------------------------
 
     def app(self, lifespan: Any = None) -> Starlette:
-        chat = self._chat
+        chat = self._relaying(CHAT)
+        responses = self._relaying(RESPONSES)
+        passthrough = self._route(passthrough_route)
         feedback = self._route(feedback_route)
         playbook = self._route(playbook_route)
         rollback = self._route(rollback_route)
@@ -119,6 +126,8 @@ class Gateway:
             routes=[
                 Route("/v1/chat/completions", chat, methods=["POST"]),
                 Route("/agents/{agent}/v1/chat/completions", chat, methods=["POST"]),
+                Route("/v1/responses", responses, methods=["POST"]),
+                Route("/agents/{agent}/v1/responses", responses, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
                 Route("/agents/{agent}/v1/models", self._models, methods=["GET"]),
                 Route("/v1/feedback", feedback, methods=["POST"]),
@@ -131,9 +140,18 @@ class Gateway:
                 Route("/agents/{agent}/v1/learn", learn, methods=["POST"]),
                 Route("/healthz", self._health, methods=["GET"]),
                 Route("/readyz", self._ready, methods=["GET"]),
+                Route("/v1/{path:path}", passthrough, methods=_ANY),
+                Route("/agents/{agent}/v1/{path:path}", passthrough, methods=_ANY),
             ],
             lifespan=lifespan,
+            exception_handlers={404: route_error, 405: route_error},
         )
+
+    def _relaying(self, form: ExchangeForm) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            return await self._relay(request, form)
+
+        return endpoint
 
     def _route(self, handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
@@ -153,26 +171,22 @@ class Gateway:
             )
         return str(name)
 
-    async def _chat(self, request: Request) -> Response:
+    async def _relay(self, request: Request, form: ExchangeForm) -> Response:
         refused = self.access.agent_refusal(request)
         if refused is not None:
             return refused
         try:
             namespace = self.namespace_of(request)
             raw, body = await json_body(request, self.settings.max_body_mb)
-            if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-                raise BadRequest("the body must be a JSON object with a 'messages' list")
-            if not all(isinstance(m, dict) for m in body["messages"]):
-                raise BadRequest("every message must be a JSON object")
+            messages = form.messages(body)
         except BadRequest as problem:
             return error(problem.status, str(problem))
-        messages: list[dict[str, Any]] = body["messages"]
         session = request.headers.get(SESSION_HEADER, "")[:256]
         trace_id, chain = self.conversations.trace_for(namespace, session, messages)
         served = None
         if request.headers.get(PLAYBOOK_HEADER, "").lower() != "off":
             served = await self.playbook(namespace)
-        sent_body = with_served_playbook(body, served, self.model)
+        sent_body = form.with_playbook(body, served, self.model)
         outgoing = raw if sent_body is body else dumps(sent_body)
         headers = {TRACE_HEADER: trace_id}
         if served is not None:
@@ -180,7 +194,9 @@ class Gateway:
         started = time.perf_counter()
         self._in_flight += 1
         try:
-            reply = await self.upstream.post("/chat/completions", outgoing, {})
+            reply = await self.upstream.post(
+                form.path, outgoing, to_upstream(request.headers.items()), request.url.query
+            )
         except UpstreamError as problem:
             self._in_flight -= 1
             return error(502, str(problem), headers, kind="upstream_error")
@@ -190,7 +206,7 @@ class Gateway:
             session=session,
             task=request.headers.get(TASK_HEADER, "")[:256],
             messages=messages,
-            tools=tools if isinstance(tools := body.get("tools"), list) else [],
+            tools=form.tools(body),
             model=str(sent_body.get("model") or ""),
             version=None if served is None else served.version,
             started=started,
@@ -198,7 +214,7 @@ class Gateway:
         )
         if body.get("stream") is True and reply.status == 200:
             return StreamingResponse(
-                self._stream(reply, exchange),
+                self._stream(reply, exchange, form.stream()),
                 status_code=200,
                 headers={**reply.headers, **headers},
                 media_type=reply.headers.get("content-type", "text/event-stream"),
@@ -212,7 +228,7 @@ class Gateway:
             reply.close()
         answered = time.perf_counter()
         try:
-            message = reply_message(content) if reply.status == 200 else None
+            message = form.reply(content) if reply.status == 200 else None
             await self._record(exchange, message, reply.status)
         except Exception as problem:  # not stored: the agent must not take it as recorded
             logger.error("an exchange could not be stored: %s", problem)
@@ -232,8 +248,9 @@ class Gateway:
             media_type=reply.headers.get("content-type", "application/json"),
         )
 
-    async def _stream(self, reply: UpstreamReply, exchange: ExchangeDraft) -> AsyncIterator[bytes]:
-        reader = StreamReader()
+    async def _stream(
+        self, reply: UpstreamReply, exchange: ExchangeDraft, reader: ReplyStream
+    ) -> AsyncIterator[bytes]:
         recorded = False
         try:
             async for chunk in reply.chunks():
@@ -266,7 +283,11 @@ class Gateway:
         if refused is not None:
             return refused
         try:
-            status, content = await self.upstream.get("/models")
+            reply = await self.upstream.send(
+                "GET", "/models", b"", to_upstream(request.headers.items()), request.url.query
+            )
+            status, content = reply.status, await reply.body()
+            reply.close()
         except UpstreamError as problem:
             return error(502, str(problem), kind="upstream_error")
         if status == 200 or not self.model:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from starlette.responses import JSONResponse
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 
 class BadRequest(Exception):
@@ -25,3 +27,22 @@ def error(
         status_code=status,
         headers=dict(headers or {}),
     )
+
+
+async def route_error(request: Request, problem: Exception) -> Response:
+    """A route the gateway does not have (404), or a method it does not take there (405), in
+    the OpenAI API's error shape rather than as plain text."""
+    status = problem.status_code if isinstance(problem, HTTPException) else 500
+    headers = problem.headers if isinstance(problem, HTTPException) else None
+    where = f"{request.method} {request.url.path}"
+    if status == 405:
+        allowed = (headers or {}).get("Allow", "")
+        message = f"{where}: this route takes {allowed or 'other methods'}"
+    elif status == 404:
+        message = (
+            f"{where}: no such route at this gateway (the OpenAI API is under /v1, or "
+            "/agents/NAME/v1 for a namespace; /healthz and /readyz for operators)"
+        )
+    else:
+        message = f"{where}: {problem}"
+    return error(status, message, headers)

@@ -13,15 +13,14 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 
 import aiohttp
+from yarl import URL
 
 from combee.errors import ConfigError
 from combee.llm.http_backend import is_loopback
 from combee.llm.lean_backend import env_proxy
 from combee.llm.redact import basic_auth, without_credentials
 from combee.llm.types import DEFAULT_KEY_ENV
-
-_PASSED_HEADERS = ("content-type", "openai-processing-ms", "x-request-id", "retry-after")
-"""Upstream reply headers the agent sees as they were (others are the connection's own)."""
+from combee.serve.forwarded_headers import to_agent
 
 
 @dataclass
@@ -95,19 +94,31 @@ class HttpUpstream:
             )
         return self._session
 
-    async def post(self, path: str, body: bytes, extra: Mapping[str, str]) -> UpstreamReply:
+    async def post(
+        self, path: str, body: bytes, extra: Mapping[str, str], query: str = ""
+    ) -> UpstreamReply:
         """POST ``body`` (JSON) to ``path``; the reply open, to be read or streamed."""
-        headers = {**extra, **self._headers, "Content-Type": "application/json"}
+        return await self.send(
+            "POST", path, body, {**extra, "Content-Type": "application/json"}, query
+        )
+
+    async def send(
+        self, method: str, path: str, body: bytes, extra: Mapping[str, str], query: str = ""
+    ) -> UpstreamReply:
+        """``method`` on ``path`` with the query string ``query`` as the agent wrote it, the
+        headers ``extra`` and the upstream's key; the reply open, its headers those an agent
+        sees (:func:`combee.serve.forwarded_headers.to_agent`)."""
+        headers = {**extra, **self._headers}
+        url = URL(self.base_url + path)
+        if query:  # as the agent wrote it: re-quoting could change what a signature covers
+            url = URL(f"{url}?{query}", encoded=True)
         try:
-            response = await self._client().post(
-                self.base_url + path, data=body, headers=headers, proxy=self._proxy
+            response = await self._client().request(
+                method, url, data=body or None, headers=headers, proxy=self._proxy
             )
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
             raise UpstreamError(self._why(error)) from None
-        passed = {
-            name: response.headers[name] for name in _PASSED_HEADERS if name in response.headers
-        }
-        return UpstreamReply(response.status, passed, response)
+        return UpstreamReply(response.status, to_agent(response.headers.items()), response)
 
     async def get(self, path: str) -> tuple[int, bytes]:
         try:
