@@ -19,7 +19,9 @@ def sim_server_command(
     script: Annotated[
         str,
         typer.Option(
-            help="ace | gepa (scripted roles) | echo | arbitrary (random schema-valid JSON)."
+            help="ace | gepa (scripted roles) | echo | arbitrary (random schema-valid JSON) | "
+            "agentdojo[:SUITE] (AgentDojo's agent: each user task's reference tool calls, "
+            "ACE's roles for the rest; needs combee[agentdojo])."
         ),
     ] = "ace",
     seed: Annotated[int, typer.Option(help="Seed of every latency and fault draw.")] = 0,
@@ -82,8 +84,15 @@ def sim_server_command(
         responder = arbitrary_responder(seed)
     elif script == "echo":
         responder = echo_responder
+    elif script.partition(":")[0] == "agentdojo":
+        from combee.sim.agentdojo_script import agentdojo_script
+
+        try:
+            responder = agentdojo_script(script)
+        except CombeeError as error:  # an unknown suite, AgentDojo not installed
+            raise fail(f"--script {script!r}: {error}") from None
     else:
-        raise fail(f"--script {script!r}: choose ace, gepa, echo or arbitrary")
+        raise fail(f"--script {script!r}: choose ace, gepa, echo, arbitrary or agentdojo[:SUITE]")
     try:
         config = SimConfig(
             seed=seed,

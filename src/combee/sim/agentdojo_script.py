@@ -8,7 +8,8 @@ reference call, one per step (the number of assistant turns so far says which; t
 per step when the calls would not fit in ``max_steps``), then with the reference answer. A
 request that offers native ``tools`` instead (an agent speaking OpenAI's tool protocol, such
 as AgentDojo's own pipeline) gets the same script as assistant ``tool_calls``, then the answer
-as text. Every other request (the reflector, the curator) goes to ``fallback``.
+as text. Every other request (the reflector, the curator) goes to ``fallback``. From the
+command line: ``combee sim-server --script agentdojo:banking`` (:func:`agentdojo_script`).
 
 Under an attack (``attack``, ``obey_planted``), the script's reflector plays a model that
 obeys what was planted: when a reflector prompt holds a text the attack planted, the lesson it
@@ -24,7 +25,8 @@ from typing import Any
 
 from combee.sim.ace_script import ace_responder
 from combee.sim.responders import Reply, Responder, content_text, request_schema
-from combee.tasks.agentdojo import DEFAULT_VERSION, agentdojo_samples
+from combee.tasks.agentdojo import DEFAULT_VERSION, agentdojo_samples, suite_names
+from combee.tasks.agentdojo.suites import ALL
 
 Call = Mapping[str, Any]
 Edit = Callable[[str, int, Call], Call]
@@ -45,7 +47,7 @@ def _conversation(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def agentdojo_responder(
-    suite: str = "banking",
+    suite: str | Sequence[str] = "banking",
     *,
     version: str = DEFAULT_VERSION,
     fallback: Responder = ace_responder,
@@ -55,10 +57,15 @@ def agentdojo_responder(
     seed: int = 0,
     obey_planted: bool = False,
 ) -> Responder:
-    """A responder that solves ``suite``'s user tasks with their reference calls. With
-    ``attack`` (and the run's ``seed``) and ``obey_planted``, its reflector copies the planted
-    instructions it reads into its lesson."""
-    samples = agentdojo_samples(suite, version, attack=attack, seed=seed)
+    """A responder that solves the user tasks of ``suite`` (one suite, or several) with their
+    reference calls. With ``attack`` (and the run's ``seed``) and ``obey_planted``, its
+    reflector copies the planted instructions it reads into its lesson."""
+    suites = [suite] if isinstance(suite, str) else list(suite)
+    samples = [
+        sample
+        for name in suites
+        for sample in agentdojo_samples(name, version, attack=attack, seed=seed)
+    ]
     script: dict[str, tuple[str, Sequence[Call], str]] = {
         _prompt_key(sample.question): (
             str(sample.meta["task_id"]),
@@ -109,6 +116,17 @@ def agentdojo_responder(
         return Reply(None, calls) if calls else Reply(answer)
 
     return respond
+
+
+def agentdojo_script(spec: str) -> Responder:
+    """The responder of ``combee sim-server --script SPEC``: ``agentdojo`` (or
+    ``agentdojo:all``) plays the agent on every suite of AgentDojo's default benchmark version,
+    ``agentdojo:SUITE[,SUITE...]`` on those suites (named as ``--task agentdojo:SUITE`` names
+    them); the reflector and the curator are ACE's script. A suite AgentDojo does not have, or
+    AgentDojo not installed, is a :class:`~combee.errors.ConfigError` saying so."""
+    _, _, listed = spec.partition(":")
+    names = [name.strip() for name in listed.split(",") if name.strip()]
+    return agentdojo_responder(suite_names() if names in ([], [ALL]) else names)
 
 
 _HIDDEN = re.compile(

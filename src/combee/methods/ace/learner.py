@@ -80,11 +80,12 @@ class AceLearner(LoopLearner[Playbook]):
     def results(self) -> Mapping[str, Any]:
         """The whole run's counts, named ``*_total`` where ``metrics.jsonl`` holds the same
         count for one iteration: operations applied, rejected, bullets evicted, lessons dropped
-        (by reason), repaired (by defect), combined, folded and screened out."""
+        (by reason), repaired (by defect), combined, folded and screened out; for an agent's
+        episodes, the planted text shown and repeated (0 when nothing was planted)."""
         counts = self.ace.lessons
         planted = (
             {"planted_shown": counts.planted_shown, "planted_in_lessons": counts.planted_in_lessons}
-            if counts.planted_shown
+            if isinstance(self.ace, AgentAceMethod)
             else {}
         )
         return {
