@@ -104,7 +104,13 @@ def test_the_recommendation_is_the_most_accurate_then_fastest_configuration(
     groups = expected_groups(out)
     best = max(round(statistics.mean(f["acc"]), 2) for f in groups.values())
     tied = [k for k, f in groups.items() if round(statistics.mean(f["acc"]), 2) == best]
-    strategy, size = min(tied, key=lambda k: statistics.mean(groups[k]["s"]))
+
+    def faster(a: tuple[str, int], b: tuple[str, int]) -> bool:  # beyond timing noise
+        fast, slow = groups[a]["s"], groups[b]["s"]
+        return statistics.mean(fast) * 1.1 <= statistics.mean(slow) and max(fast) < min(slow)
+
+    # The first in the table's order (the grid's) that no other tied one beats on time.
+    strategy, size = next(k for k in tied if not any(faster(o, k) for o in tied))
     accuracies = groups[(strategy, size)]["acc"]
     opening = (
         f"{strategy} at batch {size}: accuracy {statistics.mean(accuracies):.2f} "

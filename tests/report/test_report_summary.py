@@ -11,7 +11,8 @@ import pytest
 
 from combee.report.plot_style import LineStyle, pyplot, shift_percent, sizes_axis
 from combee.report.plot_timeline import run_label
-from combee.report.summary import Stat, groups_of, ordered, recommendation
+from combee.report.recommend import recommendation
+from combee.report.summary import Stat, groups_of, ordered
 
 
 def row(
@@ -100,7 +101,8 @@ def test_the_sentence_names_the_most_accurate_and_a_faster_pareto_choice() -> No
         row("naive", 4, 0, 0.50, 80.0), row("naive", 4, 1, 0.52, 82.0),
     ]  # fmt: skip
     assert recommendation(groups_of(rows)) == (
-        "combee at batch 16: accuracy 0.81 (0.80–0.82 over 2 seeds) in 41 s, the most accurate; "
+        "combee at batch 16: accuracy 0.81 (0.80–0.82 over 2 seeds) in 41 s, above 0 on every "
+        "seed (the starting playbook was not scored: give --baseline); the most accurate; "
         "naive at batch 16 is 2.0x faster at 0.62."
     )
 
@@ -127,7 +129,8 @@ def test_ties_go_to_the_fastest_and_are_said_to_be_ties() -> None:
     ]  # fmt: skip
     sentence = recommendation(groups_of(rows))
     assert sentence == (
-        "naive at batch 16: accuracy 0.88 (0.88–0.88 over 2 seeds) in 0.3 s; it ties for the "
+        "naive at batch 16: accuracy 0.88 (0.88–0.88 over 2 seeds) in 0.3 s, above 0 on every "
+        "seed (the starting playbook was not scored: give --baseline); it ties for the "
         "highest accuracy with combee at batch 16 and naive at batch 4 and is the fastest of them "
         "(1.3x faster than combee at batch 16)."
     )
@@ -137,7 +140,8 @@ def test_one_seed_is_said_to_leave_the_spread_unknown() -> None:
     rows = [row("combee", 4, 0, 0.9, 12.0), row("naive", 4, 0, 0.7, 11.9)]
     sentence = recommendation(groups_of(rows))
     assert sentence.startswith(
-        "combee at batch 4: accuracy 0.90 (1 seed) in 12 s, the most accurate"
+        "combee at batch 4: accuracy 0.90 (1 seed) in 12 s, above 0 on every seed (the starting "
+        "playbook was not scored: give --baseline); the most accurate"
     )
     assert "faster" not in sentence  # 12 s against 11.9 s is no real difference
     assert sentence.endswith(
@@ -151,8 +155,9 @@ def test_one_configuration_or_none_finished_is_said_plainly() -> None:
         groups_of([row("combee", 4, 0, 0.5, 3.0), row("combee", 4, 1, 0.7, 5.0)])
     )
     assert alone == (
-        "combee at batch 4: accuracy 0.60 (0.50–0.70 over 2 seeds) in 4 s, the only configuration "
-        "with a test accuracy, so nothing to compare it with."
+        "combee at batch 4: accuracy 0.60 (0.50–0.70 over 2 seeds) in 4 s, above 0 on every seed "
+        "(the starting playbook was not scored: give --baseline); the only configuration with a "
+        "test accuracy, so nothing to compare it with."
     )
     unfinished = [row("combee", 4, 0, None, 3.0, status="unfinished")]
     assert recommendation(groups_of(unfinished)).startswith("No finished run has a test accuracy")
@@ -190,3 +195,75 @@ def test_batch_size_ticks_are_the_sizes_as_numbers() -> None:
     assert [t.get_text() for t in axis.get_xticklabels()] == ["1", "4", "16", "32"]
     assert axis.get_xscale() == "log"
     plt.close(figure)
+
+
+def with_start(rows: list[dict[str, Any]], *starts: float) -> list[dict[str, Any]]:
+    """``rows`` with the starting playbook scored, seed by seed (``starts[seed]``)."""
+    return [{**r, "baseline_test_accuracy": starts[r["seed"]]} for r in rows]
+
+
+def test_nothing_is_recommended_when_every_accuracy_is_zero() -> None:
+    rows = [
+        row("naive", 4, 0, 0.0, 10.0), row("naive", 4, 1, 0.0, 11.0),
+        row("combee", 4, 0, 0.0, 6.0), row("combee", 4, 1, 0.0, 6.5),
+    ]  # fmt: skip
+    sentence = recommendation(groups_of(rows))
+    assert sentence.startswith("Nothing to recommend: every configuration scored 0.00")
+    assert "at batch" not in sentence and "faster" not in sentence
+    scored_start = recommendation(groups_of(with_start(rows, 0.0, 0.0)))
+    assert scored_start.startswith(
+        "Nothing to recommend: no configuration beat the starting playbook (0.00) beyond the "
+        "spread over seeds"
+    )
+
+
+def test_only_a_gain_beyond_the_spread_over_seeds_is_recommended() -> None:
+    rows = with_start(
+        [
+            # combee's mean is higher, but its lower seed is no better than the start's best.
+            row("combee", 4, 0, 0.40, 5.0), row("combee", 4, 1, 0.90, 5.0),
+            row("naive", 4, 0, 0.60, 9.0), row("naive", 4, 1, 0.65, 9.0),
+        ],
+        0.40, 0.50,
+    )  # fmt: skip
+    sentence = recommendation(groups_of(rows))
+    assert sentence.startswith("naive at batch 4: accuracy 0.62 (0.60–0.65 over 2 seeds) in 9 s")
+    assert "above the starting playbook's 0.45 (0.40–0.50) on every seed" in sentence
+    assert "1 other configuration did not beat the starting playbook" in sentence
+    assert "combee at batch 4 is" not in sentence  # faster, but no gain to recommend
+    nothing = with_start([r for r in rows if r["strategy"] == "combee"], 0.40, 0.50)
+    assert recommendation(groups_of(nothing)).startswith(
+        "Nothing to recommend: no configuration beat the starting playbook (0.45 (0.40–0.50))"
+    )
+
+
+def test_a_tie_within_timing_noise_goes_to_the_first_in_the_table_whatever_the_noise() -> None:
+    def grid(naive: tuple[float, float], combee: tuple[float, float]) -> str:
+        rows = [
+            row("naive", 16, 0, 0.875, naive[0]), row("naive", 16, 1, 0.875, naive[1]),
+            row("combee", 16, 0, 0.875, combee[0]), row("combee", 16, 1, 0.875, combee[1]),
+        ]  # fmt: skip
+        return recommendation(groups_of(rows))
+
+    # The same grid twice: which configuration came out a few percent faster is noise.
+    first, second = grid((1.70, 1.74), (1.68, 1.73)), grid((1.69, 1.72), (1.71, 1.76))
+    assert first == second
+    assert first.startswith("naive at batch 16: accuracy 0.88")
+    assert "x faster" not in first
+    assert first.endswith(
+        "it ties for the highest accuracy with combee at batch 16 and trains about as fast "
+        "(within timing noise) as combee at batch 16, so the first of them in the table is named."
+    )
+    # 10% faster on the means, but the seeds' times overlap: no speed-up is claimed.
+    overlapping = grid((1.0, 1.6), (1.4, 1.5))
+    assert "x faster" not in overlapping and overlapping.startswith("naive at batch 16")
+
+
+def test_a_speed_up_is_named_only_beyond_noise() -> None:
+    rows = [
+        row("combee", 16, 0, 0.90, 40.0), row("combee", 16, 1, 0.92, 41.0),
+        row("naive", 16, 0, 0.60, 39.0), row("naive", 16, 1, 0.64, 40.5),
+    ]  # fmt: skip
+    sentence = recommendation(groups_of(rows))
+    assert "faster at" not in sentence and "1.0x" not in sentence
+    assert "the most accurate and as fast as any (within timing noise)" in sentence

@@ -12,8 +12,9 @@ from typing import Any
 from combee.errors import ConfigError
 from combee.report import html
 from combee.report.plots import PLOTS, pyplot
+from combee.report.recommend import recommendation
 from combee.report.runs_index import RunInfo, load_runs
-from combee.report.summary import SPREAD, Group, groups_of, ordered, recommendation
+from combee.report.summary import SPREAD, Group, groups_of, ordered
 from combee.report.table import COLUMNS, row_of
 
 REPORT_HTML = "report.html"

@@ -1,6 +1,7 @@
 """What the report answers first: which configuration to use. Runs in numeric order with their
-seeds together, each strategy × batch size summarised over its seeds, and one sentence naming
-the Pareto choice between test accuracy and training time. Pure functions over the table's rows
+seeds together, each strategy × batch size summarised over its seeds, its Pareto front between
+test accuracy and training time (the sentence recommending one is
+:mod:`combee.report.recommend`). Pure functions over the table's rows
 (:func:`combee.report.table.row_of`)."""
 
 from __future__ import annotations
@@ -17,9 +18,6 @@ SPREAD = "min–max over seeds, and the sample standard deviation (n−1) when t
 
 TIE_DIGITS = 2
 """Mean accuracies equal at this many decimals are a tie (the sentence shows this many)."""
-
-FASTER_ENOUGH = 1.1
-"""A faster alternative is named when it takes at most 1/this of the chosen one's time."""
 
 
 @dataclass(frozen=True)
@@ -215,86 +213,9 @@ def accuracy_text(stat: Stat) -> str:
     mean = f"{stat.mean:.{TIE_DIGITS}f}"
     if stat.count == 1:
         return f"{mean} (1 seed)"
-    return f"{mean} ({_range(stat)} over {stat.count} seeds)"
+    return f"{mean} ({range_text(stat)} over {stat.count} seeds)"
 
 
-def _names(groups: Sequence[Group], with_method: bool) -> str:
-    names = [g.label(with_method) for g in groups]
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-
-
-def _accuracy(group: Group) -> float:
-    """The mean accuracy as the sentence shows it (equal ones tie)."""
-    assert group.accuracy is not None
-    return round(group.accuracy.mean, TIE_DIGITS)
-
-
-def _seconds(group: Group) -> float:
-    assert group.seconds is not None
-    return group.seconds.mean
-
-
-def _range(stat: Stat) -> str:
+def range_text(stat: Stat) -> str:
+    """``0.81–0.94``: the lowest and highest value at the sentence's decimals."""
     return f"{stat.low:.{TIE_DIGITS}f}–{stat.high:.{TIE_DIGITS}f}"
-
-
-def recommendation(groups: Sequence[Group]) -> str:
-    """One sentence: the most accurate configuration (the fastest of those that tie), a faster
-    one on the Pareto front if there is one, and what the seeds allow one to conclude."""
-    candidates = scored(groups)
-    if not candidates:
-        return "No finished run has a test accuracy yet, so there is nothing to recommend."
-    with_method = len({g.method for g in groups}) > 1
-    best = max(_accuracy(g) for g in candidates)
-    top = sorted((g for g in candidates if _accuracy(g) == best), key=_seconds)
-    pick = top[0]
-    assert pick.accuracy is not None
-    cost = f", USD {pick.cost.mean:.4f}" if pick.cost is not None and pick.cost.mean > 0 else ""
-    sentence = (
-        f"{pick.label(with_method)}: accuracy {accuracy_text(pick.accuracy)} "
-        f"in {seconds_text(_seconds(pick))}{cost}"
-    )
-    if len(candidates) == 1:
-        sentence += ", the only configuration with a test accuracy, so nothing to compare it with"
-    elif len(top) > 1:
-        others = top[1:]
-        sentence += (
-            f"; it ties for the highest accuracy with {_names(others, with_method)} and is the "
-            f"fastest of them ({_seconds(others[0]) / _seconds(pick):.1f}x faster than "
-            f"{others[0].label(with_method)})"
-        )
-    else:
-        sentence += _against_the_rest(pick, candidates, with_method)
-    if max(g.accuracy.count for g in candidates if g.accuracy is not None) == 1:
-        sentence += (
-            ". One seed per configuration: the spread between seeds is unknown, so a small "
-            "difference may be noise (give two or more seeds)"
-        )
-    return sentence + "."
-
-
-def _against_the_rest(pick: Group, candidates: Sequence[Group], with_method: bool) -> str:
-    """How the single most accurate ``pick`` compares: fastest or not, a faster configuration
-    on the Pareto front, and whether the runner-up's seeds reach into its own."""
-    assert pick.accuracy is not None
-    fastest = min(_seconds(g) for g in candidates)
-    clause = ", the most accurate" + (" and the fastest" if _seconds(pick) <= fastest else "")
-    faster = [g for g in front_of(candidates) if _seconds(g) * FASTER_ENOUGH <= _seconds(pick)]
-    if faster:
-        quick = faster[0]
-        clause += (
-            f"; {quick.label(with_method)} is {_seconds(pick) / _seconds(quick):.1f}x faster "
-            f"at {_accuracy(quick):.{TIE_DIGITS}f}"
-        )
-    rest = [g for g in candidates if g is not pick]
-    runner = max(rest, key=_accuracy)
-    if (
-        runner.accuracy is not None
-        and pick.accuracy.count > 1
-        and runner.accuracy.high >= pick.accuracy.low
-    ):
-        clause += (
-            f"; but its seeds overlap those of {runner.label(with_method)} "
-            f"({_range(runner.accuracy)}), so the lead is within seed-to-seed spread"
-        )
-    return clause
