@@ -1,9 +1,11 @@
 """Input files read with a bound: a device (``/dev/zero``) or a file larger than any input the
 tool reads is refused at once, before memory fills, with an ``OSError`` whose ``strerror`` says
-why (callers already name the file and the setting when a read fails)."""
+why (callers already name the file and the setting when a read fails). Output files written
+whole or not at all: a full disk leaves no half-written file and no ``.partial`` behind."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gzip
 import os
@@ -67,3 +69,35 @@ def read_setting_file(path: str | os.PathLike[str], setting: str) -> str:
         raise ConfigError(
             f"{path}: is not UTF-8 text (byte {error.start}); give a text file", setting=setting
         ) from None
+
+
+def write_whole(path: str | os.PathLike[str], text: str) -> None:
+    """Replace ``path`` with ``text`` (UTF-8) atomically: a reader sees the old file or the new
+    one; when the write fails (``OSError``) the old file stays and nothing else is left."""
+    target = Path(path)
+    partial = target.with_name(target.name + ".partial")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+        raise
+
+
+def append_whole(path: str | os.PathLike[str], text: str) -> None:
+    """Append ``text`` (UTF-8) to ``path``, all of it or none: when a write fails (``OSError``,
+    a full disk after part of it) the file is cut back to what it held before."""
+    data = memoryview(text.encode("utf-8"))
+    handle = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    try:
+        size = os.fstat(handle).st_size
+        try:
+            while data:
+                data = data[os.write(handle, data) :]
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(handle, size)
+            raise
+    finally:
+        os.close(handle)

@@ -32,6 +32,8 @@ from combee.engine.results import TrainResult, usage_summary
 from combee.errors import RunFailedError
 from combee.llm.client import LLM
 from combee.runs import CONFIG_FILE, RESULTS_FILE, ProfileRecorder, RunDir, RunRecorder, logging_to
+from combee.runs.kept import saying_what_is_kept
+from combee.runs.run_dir import UnwritableRunDir
 from combee.tasks.agent import AgentTask
 from combee.tasks.base import Sample
 
@@ -59,7 +61,7 @@ async def recorded_run(
     end without a summary when it stopped: it may be resumed)."""
     if out is not None and isinstance(schedule, ProfiledSchedule):
         watchers.observers.append(ProfileRecorder(out, schedule.profile))
-    with logging_to(out), held(out):
+    with logging_to(out), held(out), saying_what_is_kept(out, learner.context_file):
         if resume is not None and out is not None:
             logger.info("resuming %s after iteration %d", out.path, resume.iteration)
         if out is not None:
@@ -129,7 +131,11 @@ async def _fit_and_test(
     except BaseException as error:
         # Never lose finished work: the latest context is saved before the error surfaces.
         if out is not None and recorder is not None and recorder.latest_context is not None:
-            out.write_text(learner.context_file, learner.render(recorder.latest_context))
+            try:
+                out.write_text(learner.context_file, learner.render(recorder.latest_context))
+            except UnwritableRunDir as unsaved:  # the error that stopped the run is the news
+                if not isinstance(error, UnwritableRunDir):
+                    logger.warning("%s", unsaved)
         if isinstance(error, RunFailedError) and out is not None:
             raise RunFailedError(
                 f"{error}. Finished iterations are saved in {out.path}; no results were written"

@@ -72,6 +72,8 @@ class ResponseCache:
         self._pending: dict[str, str] = {}
         self._flush_scheduled = False
         self._closed = False
+        self._store_failed = False
+        """A store failed already: it was said once, later failures stay silent."""
         try:
             self._db = self._executor.submit(self._open).result()
         except (sqlite3.Error, OSError) as error:
@@ -158,7 +160,14 @@ class ResponseCache:
                     "INSERT OR REPLACE INTO responses (key, completion) VALUES (?, ?)", batch
                 )
         except sqlite3.Error as error:  # read-only, full disk, damaged file: the run goes on
-            logger.warning("response cache %s: cannot store replies (%s)", self.path, error)
+            if not self._store_failed:
+                self._store_failed = True
+                logger.warning(
+                    "response cache %s: cannot store replies (%s); the run goes on, and "
+                    "replies it cannot store will be asked again by a rerun",
+                    self.path,
+                    error,
+                )
         with self._lock:
             for key, encoded in batch:
                 if self._pending.get(key) == encoded:

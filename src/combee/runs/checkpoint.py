@@ -99,6 +99,15 @@ def saved_run_id(folder: Path) -> str | None:
     return found if isinstance(found, str) else None
 
 
+def saved_iteration(folder: Path) -> int | None:
+    """The iteration after which the run in ``folder`` wrote its checkpoint (None: none)."""
+    try:
+        found = json.loads((folder / CHECKPOINT_FILE).read_text(encoding="utf-8"))["iteration"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return found if isinstance(found, int) else None
+
+
 def saved_usage(folder: Path) -> dict[str, RoleUsage]:
     """What the run's earlier attempts spent, as of its checkpoint (empty when none says)."""
     try:

@@ -101,8 +101,9 @@ class RunRecorder(LoopObserver):
         }
         self._last_usage = now
         self.latest_context = report.context
-        self.run_dir.append_jsonl(METRICS_FILE, row)
+        # The context version first: an iteration in metrics.jsonl has its version on disk.
         self.run_dir.write_context(report.iteration, self._render(report.context))
+        self.run_dir.append_jsonl(METRICS_FILE, row)
         for failure in report.failures:
             row = {"iteration": report.iteration, **dataclasses.asdict(failure)}
             self.run_dir.append_jsonl(FAILURES_FILE, row)

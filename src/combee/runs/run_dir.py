@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from combee.errors import OVERWRITE, ConfigError
+from combee.files import append_whole, write_whole
 from combee.runs.layout import (
     CACHE_FILES,
     CONTEXTS_DIR,
@@ -136,22 +138,21 @@ class RunDir:
         return self.write_text(name, json.dumps(data, indent=2, sort_keys=False) + "\n")
 
     def write_text(self, name: str, text: str) -> Path:
-        """Write atomically: a reader never sees half a file."""
+        """Write atomically: a reader never sees half a file, and a failed write leaves the
+        file as it was (:class:`UnwritableRunDir`)."""
         target = self.path / name
-        partial = target.with_name(target.name + ".partial")
         try:
-            partial.write_text(text, encoding="utf-8")
-            os.replace(partial, target)
+            write_whole(target, text)
         except OSError as error:
-            raise _unwritable(target, error) from None
+            raise UnwritableRunDir(target, error) from None
         return target
 
     def append_jsonl(self, name: str, row: Mapping[str, Any]) -> None:
+        """Append one line, whole or not at all (:class:`UnwritableRunDir`)."""
         try:
-            with (self.path / name).open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(row) + "\n")
+            append_whole(self.path / name, json.dumps(row) + "\n")
         except OSError as error:
-            raise _unwritable(self.path / name, error) from None
+            raise UnwritableRunDir(self.path / name, error) from None
 
     def write_context(self, iteration: int, text: str) -> Path:
         return self.write_text(f"contexts/iter_{iteration:04d}.txt", text)
@@ -183,9 +184,28 @@ def _locked_marker(folder: Path) -> IO[str] | None:
     return marker
 
 
-def _unwritable(path: Path, error: OSError) -> ConfigError:
-    return ConfigError(
-        f"cannot write {path}: {error.strerror or error} (a full disk or a read-only folder?); "
-        "what was written before it stays",
-        setting="run_dir",
-    )
+_CAUSES = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EFBIG: "past the largest file this process may write: ulimit -f",
+    errno.EROFS: "a read-only file system",
+    errno.EACCES: "no permission to write there",
+}
+
+
+class UnwritableRunDir(ConfigError):
+    """A file of the run directory cannot be written (a full disk, a read-only folder); the
+    file is left as it was. ``kept`` says what the folder holds."""
+
+    def __init__(
+        self, path: Path, error: OSError, kept: str = "what was written before it stays"
+    ) -> None:
+        self.path = path
+        self.error = error
+        reason = error.strerror or str(error)
+        why = _CAUSES.get(error.errno or 0, "a full disk or a read-only folder?")
+        super().__init__(f"cannot write {path}: {reason} ({why}); {kept}", setting="run_dir")
+
+    def keeping(self, kept: str) -> UnwritableRunDir:
+        """The same failure, saying what the folder keeps."""
+        return UnwritableRunDir(self.path, self.error, kept)

@@ -84,8 +84,12 @@ class GepaCheckpoint:
     def _write(self, iteration: int) -> None:
         snapshot = self.state_dir / f"iter_{iteration:04d}.bin"
         partial = snapshot.with_name(snapshot.name + ".partial")
-        shutil.copyfile(self.state_dir / GEPA_STATE_FILE, partial)
-        os.replace(partial, snapshot)
+        try:
+            shutil.copyfile(self.state_dir / GEPA_STATE_FILE, partial)
+            os.replace(partial, snapshot)
+        except OSError:  # a full disk: no half-written snapshot is left
+            partial.unlink(missing_ok=True)
+            raise
         scores = list(self._state.program_full_scores_val_set)
         best = max(range(len(scores)), key=scores.__getitem__)
         context = str(self._state.program_candidates[best][self.component])
