@@ -39,3 +39,16 @@ def test_a_string_a_missing_content_and_no_system_message() -> None:
     assert len(empty) == 2 and "Quote the invoice id." in empty[0]["content"]
     none = sent([{"role": "user", "content": "q"}])
     assert [m["role"] for m in none] == ["system", "user"]
+
+
+def test_a_system_message_after_other_messages_is_the_one_amended() -> None:
+    messages = sent(
+        [
+            {"role": "user", "content": "earlier turn"},
+            {"role": "system", "content": "Answer in French."},
+            {"role": "user", "content": "q"},
+        ]
+    )
+    assert [m["role"] for m in messages] == ["user", "system", "user"]
+    assert messages[1]["content"].startswith("Answer in French.\n\n")
+    assert "Quote the invoice id." in messages[1]["content"]

@@ -9,7 +9,9 @@ messages: linear in the request's length.
 
 Messages are compared in a canonical form (role, text, tool calls by id, name and arguments), so
 a framework that resends ``content: null`` as ``""`` or re-encodes the arguments' JSON still
-continues its conversation.
+continues its conversation. A framework that writes the reply's tool calls back in a form of its
+own is linked by :mod:`combee.serve.resent_calls`: the request's digest is also compared, at every
+message, with those of earlier requests whose reply called tools.
 """
 
 from __future__ import annotations
@@ -19,7 +21,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from combee.serve.resent_calls import CalledTool, reappears
 from combee.tasks.traces.chat import content_text
+
+Resent = Mapping[tuple[str, str], tuple[str, Sequence[CalledTool]]]
+"""(namespace, digest of an exchange's request) -> its trace and its reply's tool calls."""
 
 
 def canonical(message: Mapping[str, Any]) -> bytes:
@@ -92,16 +98,23 @@ def continued(
     namespace: str,
     messages: Sequence[Mapping[str, Any]],
     known: Mapping[tuple[str, str], str],
+    resent: Resent | None = None,
 ) -> tuple[str | None, Chain]:
-    """The trace ``messages`` continue (the longest prefix ending at an assistant turn whose
-    digest ``known`` maps to a trace, or None), and the chain of all of ``messages`` (whose
-    :meth:`Chain.extended` by the reply is the exchange's key)."""
+    """The trace ``messages`` continue, or None: the longest prefix that is an exchange's
+    messages and reply (ending at an assistant turn whose digest ``known`` maps to a trace), or
+    an exchange's messages whose reply's tool calls reappear after it (``resent``). Also the
+    chain of all of ``messages`` (whose :meth:`Chain.extended` by the reply is the exchange's
+    key)."""
     found = None
     chain = Chain(namespace)
-    for message in messages:
+    for position, message in enumerate(messages):
         chain.add(message)
         if message.get("role") == "assistant":
             trace = known.get((namespace, chain.key()))
             if trace is not None:
                 found = trace
+        if resent:
+            earlier = resent.get((namespace, chain.key()))
+            if earlier is not None and reappears(earlier[1], messages[position + 1 :]):
+                found = earlier[0]
     return found, chain

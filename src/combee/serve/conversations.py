@@ -1,6 +1,8 @@
 """Which conversation (trace) each exchange belongs to: the agent's session id, else the
 messages' prefix (:mod:`combee.serve.chaining`). Both are remembered in memory, read back from
-the store when the gateway starts."""
+the store when the gateway starts. Requests whose reply called tools are remembered too, for an
+agent that writes those calls back as text (:mod:`combee.serve.resent_calls`); those live in
+memory only (a gateway restarted in the middle of such a run starts a new trace)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from itertools import islice
 from typing import Any
 
 from combee.serve.chaining import Chain, continued
+from combee.serve.resent_calls import CalledTool, called_tools
 from combee.serve.store import TraceStore
 
 REMEMBERED = 200_000
@@ -23,6 +26,7 @@ class Conversations:
     def __init__(self, store: TraceStore) -> None:
         self._sessions: dict[tuple[str, str], str] = {}
         self._chains: dict[tuple[str, str], str] = {}
+        self._resent: dict[tuple[str, str], tuple[str, tuple[CalledTool, ...]]] = {}
         for namespace, session, trace in store.session_traces(REMEMBERED):
             self._sessions[(namespace, session)] = trace
         for namespace, key, trace in store.chain_keys(REMEMBERED):
@@ -32,7 +36,7 @@ class Conversations:
         self, namespace: str, session: str, messages: Sequence[Mapping[str, Any]]
     ) -> tuple[str, Chain]:
         """The trace a request belongs to (a new one when it continues none) and its chain."""
-        found, chain = continued(namespace, messages, self._chains)
+        found, chain = continued(namespace, messages, self._chains, self._resent)
         if session:
             key = (namespace, session)
             trace = self._sessions.get(key)
@@ -46,10 +50,24 @@ class Conversations:
         """The trace of the agent's session id, if one was seen."""
         return self._sessions.get((namespace, session))
 
-    def remember(self, namespace: str, chain_key: str, trace_id: str) -> None:
-        """A stored exchange's digest: a request that continues it belongs to ``trace_id``."""
+    def remember(
+        self,
+        namespace: str,
+        chain_key: str,
+        trace_id: str,
+        chain: Chain | None = None,
+        reply: Mapping[str, Any] | None = None,
+    ) -> None:
+        """A stored exchange's digest: a request that continues it belongs to ``trace_id``.
+        With the exchange's ``chain`` and ``reply``: a reply that called tools, so a request
+        that begins with this one's messages and writes one of those calls again in any form
+        belongs to ``trace_id`` too."""
         self._chains[(namespace, chain_key)] = trace_id
         _forget_oldest(self._chains)
+        calls = called_tools(reply) if chain is not None and reply is not None else ()
+        if chain is not None and calls:
+            self._resent[(namespace, chain.key())] = (trace_id, calls)
+            _forget_oldest(self._resent)
 
 
 _PROCESS = os.urandom(6).hex()

@@ -31,21 +31,23 @@ from starlette.routing import Route
 
 from combee.llm.wire import dumps
 from combee.serve.access import Access
+from combee.serve.agent_presence import AgentGone, while_agent_waits
 from combee.serve.conversations import Conversations, new_id
 from combee.serve.exchange_draft import ExchangeDraft
 from combee.serve.exchange_form import CHAT, RESPONSES, ExchangeForm, ReplyStream
 from combee.serve.feedback_route import feedback_route
 from combee.serve.forwarded_headers import to_upstream
-from combee.serve.http_errors import BadRequest, error, route_error
+from combee.serve.http_errors import BadRequest, error, route_error, sse_error
 from combee.serve.learner import ContinuousLearner
 from combee.serve.passthrough import passthrough_route
 from combee.serve.playbook_routes import learn_route, playbook_route, rollback_route
 from combee.serve.records import DEFAULT_NAMESPACE, PlaybookVersion
 from combee.serve.request_body import json_body
+from combee.serve.served_playbooks import ServedPlaybooks
 from combee.serve.settings import ServeSettings
 from combee.serve.store import TraceStore
-from combee.serve.store_writes import ensure_first, record_exchange
-from combee.serve.upstream import HttpUpstream, UpstreamError, UpstreamReply
+from combee.serve.store_writes import record_exchange
+from combee.serve.upstream import HttpUpstream, UpstreamError, UpstreamReply, UpstreamTimeout
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +94,7 @@ class Gateway:
         self.on_feedback = on_feedback
         """Told the namespace of each feedback stored."""
         self.conversations = Conversations(store)
-        self._playbooks: dict[str, PlaybookVersion | None] = {}
+        self.served = ServedPlaybooks(store, initial, settings.max_namespaces)
         self._in_flight = 0
         self.learner: ContinuousLearner | None = None
         """Runs learning rounds (``POST /v1/learn``); None when this gateway does not learn."""
@@ -101,16 +103,15 @@ class Gateway:
 
     async def playbook(self, namespace: str) -> PlaybookVersion | None:
         """The active playbook of ``namespace`` (version 1, the starting one, stored when the
-        namespace is first seen)."""
-        if namespace not in self._playbooks:
-            await self.store.write_async(ensure_first(namespace, self._initial))
-            self._playbooks[namespace] = await asyncio.to_thread(self.store.active, namespace)
-        return self._playbooks[namespace]
+        namespace is first seen; :class:`~combee.serve.served_playbooks.NamespaceRefused` past
+        the ``max_namespaces`` setting)."""
+        return await self.served.active(namespace)
 
-    def refresh(self) -> None:
-        """Read the active playbooks again (after a round, a rollback, or another process's
-        write to the store)."""
-        self._playbooks = {ns: self.store.active(ns) for ns in self._playbooks}
+    def refresh(self, namespace: str = "") -> None:
+        """Serve the active playbooks as the store has them now (after a round, a rollback, or
+        another process's write): ``namespace``'s, or ("") every namespace's, are read again
+        when next needed. Costs nothing per namespace; safe to call from any thread."""
+        self.served.forget(namespace)
 
     # --- routes -------------------------------------------------------------------------------
 
@@ -179,27 +180,17 @@ class Gateway:
             namespace = self.namespace_of(request)
             raw, body = await json_body(request, self.settings.max_body_mb)
             messages = form.messages(body)
+            playbook = await self.playbook(namespace)  # a new namespace is made, or refused
         except BadRequest as problem:
             return error(problem.status, str(problem))
         session = request.headers.get(SESSION_HEADER, "")[:256]
         trace_id, chain = self.conversations.trace_for(namespace, session, messages)
-        served = None
-        if request.headers.get(PLAYBOOK_HEADER, "").lower() != "off":
-            served = await self.playbook(namespace)
+        served = playbook if request.headers.get(PLAYBOOK_HEADER, "").lower() != "off" else None
         sent_body = form.with_playbook(body, served, self.model)
         outgoing = raw if sent_body is body else dumps(sent_body)
         headers = {TRACE_HEADER: trace_id}
         if served is not None:
             headers[VERSION_HEADER] = str(served.version)
-        started = time.perf_counter()
-        self._in_flight += 1
-        try:
-            reply = await self.upstream.post(
-                form.path, outgoing, to_upstream(request.headers.items()), request.url.query
-            )
-        except UpstreamError as problem:
-            self._in_flight -= 1
-            return error(502, str(problem), headers, kind="upstream_error")
         exchange = ExchangeDraft(
             trace_id=trace_id,
             namespace=namespace,
@@ -209,9 +200,18 @@ class Gateway:
             tools=form.tools(body),
             model=str(sent_body.get("model") or ""),
             version=None if served is None else served.version,
-            started=started,
+            started=time.perf_counter(),
             chain=chain,
         )
+        self._in_flight += 1
+        try:
+            posted = self.upstream.post(
+                form.path, outgoing, to_upstream(request.headers.items()), request.url.query
+            )
+            reply = await while_agent_waits(request, posted)
+        except (UpstreamError, AgentGone) as problem:
+            self._in_flight -= 1
+            return await self._unanswered(problem, exchange, headers)
         if body.get("stream") is True and reply.status == 200:
             return StreamingResponse(
                 self._stream(reply, exchange, form.stream()),
@@ -220,10 +220,11 @@ class Gateway:
                 media_type=reply.headers.get("content-type", "text/event-stream"),
             )
         try:
-            content = await reply.body()
-        except Exception as problem:  # the upstream broke off mid-body
+            content = await while_agent_waits(request, reply.body())
+        except (UpstreamError, AgentGone) as problem:  # broke off, went silent, or nobody waits
+            reply.abort()
             self._in_flight -= 1
-            return error(502, f"the upstream broke off its reply: {problem}", headers)
+            return await self._unanswered(problem, exchange, headers)
         finally:
             reply.close()
         answered = time.perf_counter()
@@ -237,7 +238,7 @@ class Gateway:
             self._in_flight -= 1
         # Where the time went, for operators and benchmarks (the W3C Server-Timing header).
         headers["server-timing"] = (
-            f"upstream;dur={1000 * (answered - started):.2f}, "
+            f"upstream;dur={1000 * (answered - exchange.started):.2f}, "
             f"store;dur={1000 * (time.perf_counter() - answered):.2f}"
         )
         passed = {k: v for k, v in reply.headers.items() if k != "content-type"}
@@ -262,12 +263,38 @@ class Gateway:
             rest = reader.rest()
             if rest:
                 yield rest
+        except UpstreamError as problem:  # the upstream broke off or went silent mid-stream
+            status, message = self._upstream_failure(problem)
+            yield sse_error(message, "upstream_error", status)
         finally:
-            reply.close()
-            if not recorded:  # the agent or the upstream went away mid-stream
+            self._in_flight -= 1
+            if recorded:
+                reply.close()
+            else:  # the agent or the upstream went away mid-stream: its connection is closed
+                reply.abort()
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self._record(exchange, reader.message(), 499))
-            self._in_flight -= 1
+
+    async def _unanswered(
+        self, problem: Exception, exchange: ExchangeDraft, headers: Mapping[str, str]
+    ) -> Response:
+        """The answer to a request the upstream did not answer: it failed (502), stayed silent
+        past the upstream timeout (504), or the agent left first (recorded as 499, as a stream
+        the agent left is)."""
+        if isinstance(problem, AgentGone):
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._record(exchange, None, 499))
+            return error(499, "the agent closed its connection", headers)
+        status, message = self._upstream_failure(problem)
+        return error(status, message, headers, kind="upstream_error")
+
+    def _upstream_failure(self, problem: Exception) -> tuple[int, str]:
+        if isinstance(problem, UpstreamTimeout):
+            return 504, (
+                f"{problem} for {self.upstream.timeout_s:g} s, the gateway's upstream_timeout "
+                "(--upstream-timeout); its call was closed"
+            )
+        return 502, str(problem)
 
     async def _record(
         self, draft: ExchangeDraft, reply: Mapping[str, Any] | None, status: int
@@ -276,7 +303,7 @@ class Gateway:
         exchange = draft.exchange(new_id("ex"), reply, status, key, redacts=self.redacts)
         await self.store.write_async(record_exchange(exchange))
         if key:
-            self.conversations.remember(draft.namespace, key, draft.trace_id)
+            self.conversations.remember(draft.namespace, key, draft.trace_id, draft.chain, reply)
 
     async def _models(self, request: Request) -> Response:
         refused = self.access.agent_refusal(request)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 from starlette.exceptions import HTTPException
@@ -46,3 +47,10 @@ async def route_error(request: Request, problem: Exception) -> Response:
     else:
         message = f"{where}: {problem}"
     return error(status, message, headers)
+
+
+def sse_error(message: str, kind: str, status: int = 503) -> bytes:
+    """The same error as one server-sent event, to end a stream that cannot finish (the OpenAI
+    SDKs raise it as an APIError rather than take the stream as complete)."""
+    body = {"error": {"message": message, "type": kind, "code": status}}
+    return b"data: " + json.dumps(body).encode() + b"\n\n"

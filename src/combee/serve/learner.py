@@ -362,14 +362,20 @@ class ContinuousLearner:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.settings.learn_interval)
             self._wake.clear()
-            for namespace in await asyncio.to_thread(self.store.namespaces):
-                if self.settings.learn_every and self._due(namespace):
-                    try:
-                        await self.run_now(namespace)
-                    except asyncio.CancelledError:
-                        raise
-                    except Exception as problem:  # the gateway keeps serving
-                        logger.error("learning round [%s] failed: %s", namespace, problem)
+            for namespace in await asyncio.to_thread(self._due_namespaces):
+                try:
+                    await self.run_now(namespace)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as problem:  # the gateway keeps serving
+                    logger.error("learning round [%s] failed: %s", namespace, problem)
+
+    def _due_namespaces(self) -> list[str]:
+        """The namespaces with ``learn_every`` traces of new feedback, read on a worker thread
+        (two reads per namespace: many namespaces must not hold up the gateway's requests)."""
+        if not self.settings.learn_every:
+            return []
+        return [namespace for namespace in self.store.namespaces() if self._due(namespace)]
 
     def _due(self, namespace: str) -> bool:
         rows = self.store.feedback_after(namespace, self.store.watermark(namespace))

@@ -4,6 +4,7 @@ routes (:mod:`combee.serve.access`)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -31,9 +32,12 @@ async def playbook_route(gateway: Gateway, request: Request) -> Response:
         namespace = gateway.namespace_of(request)
     except BadRequest as problem:
         return error(problem.status, str(problem))
-    gateway.refresh()
-    active = await gateway.playbook(namespace)
-    versions = gateway.store.versions(namespace)
+    gateway.refresh(namespace)  # as the store has it now (another process may have changed it)
+    try:
+        active = await gateway.playbook(namespace)
+    except BadRequest as problem:  # a namespace past max_namespaces
+        return error(problem.status, str(problem))
+    versions = await asyncio.to_thread(gateway.store.versions, namespace)
     return JSONResponse(
         {
             "namespace": namespace,
@@ -58,13 +62,17 @@ async def rollback_route(gateway: Gateway, request: Request) -> Response:
         target = body.get("version")
         if target is not None and (isinstance(target, bool) or not isinstance(target, int)):
             raise BadRequest(f"version must be a whole number (got {target!r})")
-        version = target if target is not None else rollback_target(gateway.store, namespace)
+        version: int = (
+            target
+            if target is not None
+            else await asyncio.to_thread(rollback_target, gateway.store, namespace)
+        )
         await gateway.store.write_async(activate_version(namespace, version))
     except BadRequest as problem:
         return error(problem.status, str(problem))
     except ConfigError as problem:
         return error(404, str(problem))
-    gateway.refresh()
+    gateway.refresh(namespace)
     logger.info("namespace %s: playbook v%d active (rollback)", namespace, version)
     return JSONResponse({"namespace": namespace, "active": version})
 

@@ -74,12 +74,12 @@ def create_gateway(
         upstream, model = local.base_url, model or MODEL_ALIAS
         learner_llm = _learning_locally(learner_llm, local.base_url)
     store = TraceStore(settings.store)
-    http = HttpUpstream(upstream, api_key_env=api_key_env)
+    http = HttpUpstream(upstream, api_key_env=api_key_env, timeout_s=settings.upstream_timeout)
     learner: ContinuousLearner | None = None
     gateway: Gateway
 
     def round_done(result: RoundResult) -> None:
-        gateway.refresh()
+        gateway.refresh(result.namespace)
         logger.info("%s", result.line())
         if on_round is not None:
             on_round(result)

@@ -45,6 +45,20 @@ class ServeSettings(SettingsGroup):
     max_body_mb: float = setting(
         32.0, "Largest request body accepted, in MB (a larger one gets 413).", least=0.001
     )
+    upstream_timeout: float = setting(
+        120.0,
+        "Seconds a proxied call's upstream may stay silent: before its reply starts, and "
+        "between two parts of a streamed reply. Past it the agent gets 504 and the upstream's "
+        "connection is closed.",
+        least=0.1,
+        most=3600.0,
+    )
+    max_namespaces: int = setting(
+        10_000,
+        "Most agent namespaces the store keeps: a request that would make one more gets 403 "
+        "(the namespaces there keep working).",
+        least=1,
+    )
     open_operator_routes: bool = setting(
         False,
         "Open the operator routes (POST /v1/learn, POST /v1/playbook/rollback, GET /v1/playbook) "

@@ -172,6 +172,12 @@ class TraceStore:
             ).fetchall()
         return [str(row[0]) for row in rows]
 
+    def namespace_count(self) -> int:
+        """How many namespaces have a playbook (every namespace the gateway has served)."""
+        with self.reading() as db:
+            row = db.execute("SELECT COUNT(DISTINCT namespace) FROM playbooks").fetchone()
+        return int(row[0])
+
     def versions(self, namespace: str) -> list[PlaybookVersion]:
         with self.reading() as db:
             rows = db.execute(

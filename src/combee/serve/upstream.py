@@ -4,6 +4,10 @@ A gateway passes bytes through: the upstream's status, body and stream reach the
 upstream sent them, so the SDK's typed request and parsed reply (built for a client, not a proxy)
 are not in the path. The upstream's key is read from the environment once and sent only to the
 upstream; the agent's own ``Authorization`` header is never forwarded.
+
+A call's time limit is the upstream's silence: ``timeout_s`` before its reply starts, and again
+between two parts of the reply (a long stream that keeps sending is not cut). Past it the call
+fails with :class:`UpstreamTimeout` and its connection is closed.
 """
 
 from __future__ import annotations
@@ -32,18 +36,39 @@ class UpstreamReply:
     response: aiohttp.ClientResponse
 
     async def body(self) -> bytes:
-        return await self.response.read()
+        try:
+            return await self.response.read()
+        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            raise _failure(error, "its reply") from None
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        async for chunk in self.response.content.iter_any():
-            yield chunk
+        try:
+            async for chunk in self.response.content.iter_any():
+                yield chunk
+        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            raise _failure(error, "its stream") from None
 
     def close(self) -> None:
+        """Done with the reply: a connection read to its end goes back to the pool."""
         self.response.release()
+
+    def abort(self) -> None:
+        """Close the reply's connection, whatever is left unread (the upstream sees it close)."""
+        self.response.close()
 
 
 class UpstreamError(Exception):
     """The upstream could not be reached or broke off; the text says which and why."""
+
+
+class UpstreamTimeout(UpstreamError):
+    """The upstream stayed silent longer than the call's time limit."""
+
+
+def _failure(error: BaseException, what: str) -> UpstreamError:
+    if isinstance(error, TimeoutError):
+        return UpstreamTimeout(f"the upstream stayed silent ({what} unfinished)")
+    return UpstreamError(f"the upstream broke off {what}: {error or type(error).__name__}")
 
 
 class HttpUpstream:
@@ -54,7 +79,7 @@ class HttpUpstream:
         base_url: str,
         *,
         api_key_env: str = DEFAULT_KEY_ENV,
-        timeout_s: float = 600.0,
+        timeout_s: float = 120.0,
         max_connections: int = 4096,
     ) -> None:
         plain, authorization = basic_auth(base_url)
@@ -76,7 +101,10 @@ class HttpUpstream:
                 setting="api_key_env",
             )
         self._headers = {"Authorization": authorization} if authorization else {}
-        self._timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=30.0)
+        self.timeout_s = timeout_s
+        self._timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=min(30.0, timeout_s), sock_read=timeout_s
+        )
         self._max_connections = max_connections
         # Read once: aiohttp's trust_env would read the proxy settings and ~/.netrc again on
         # every request, on a worker thread.
@@ -116,7 +144,9 @@ class HttpUpstream:
             response = await self._client().request(
                 method, url, data=body or None, headers=headers, proxy=self._proxy
             )
-        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+        except TimeoutError:
+            raise UpstreamTimeout(f"the upstream {self.base_url} stayed silent") from None
+        except (aiohttp.ClientError, OSError) as error:
             raise UpstreamError(self._why(error)) from None
         return UpstreamReply(response.status, to_agent(response.headers.items()), response)
 
