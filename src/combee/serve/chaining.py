@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from combee.serve.resent_calls import CalledTool, reappears
+from combee.serve.resent_calls import CalledTool, arguments_of, reappears
 from combee.tasks.traces.chat import content_text
 
 Resent = Mapping[tuple[str, str], tuple[str, Sequence[CalledTool]]]
@@ -39,7 +39,7 @@ def canonical(message: Mapping[str, Any]) -> bytes:
             function = call.get("function")
             function = function if isinstance(function, Mapping) else {}
             shown_calls.append(
-                [str(call.get("id") or ""), str(function.get("name") or ""), _arguments(function)]
+                [str(call.get("id") or ""), str(function.get("name") or ""), arguments_of(function)]
             )
     role = str(message.get("role") or "")
     parts = [
@@ -49,16 +49,6 @@ def canonical(message: Mapping[str, Any]) -> bytes:
         str(message.get("tool_call_id") or ""),
     ]
     return json.dumps(parts, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-def _arguments(function: Mapping[str, Any]) -> Any:
-    arguments = function.get("arguments")
-    if isinstance(arguments, str):
-        try:
-            return json.loads(arguments)
-        except ValueError:
-            return arguments
-    return arguments
 
 
 class Chain:

@@ -49,7 +49,7 @@ def called_tools(reply: Mapping[str, Any]) -> tuple[CalledTool, ...]:
             continue
         function = call.get("function")
         function = function if isinstance(function, Mapping) else {}
-        values = tuple(v for v in map(folded, _leaves(_arguments(function))) if v)
+        values = tuple(v for v in map(folded, _leaves(arguments_of(function))) if v)
         found.append(
             CalledTool(
                 folded(str(function.get("name") or "")), folded(str(call.get("id") or "")), values
@@ -77,7 +77,8 @@ def _written(message: Mapping[str, Any]) -> str:
     return f"{content_text(message.get('content'))}\n{shown}\n{message.get('tool_call_id') or ''}"
 
 
-def _arguments(function: Mapping[str, Any]) -> Any:
+def arguments_of(function: Mapping[str, Any]) -> Any:
+    """A tool call's arguments as JSON values (as written, when they are not JSON)."""
     arguments = function.get("arguments")
     if isinstance(arguments, str):
         try:
