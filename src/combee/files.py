@@ -12,6 +12,7 @@ import os
 import stat
 import zlib
 from pathlib import Path
+from typing import BinaryIO
 
 from combee.errors import ConfigError
 
@@ -25,13 +26,34 @@ def _too_large(limit: int) -> OSError:
     )
 
 
+_NOT_A_FILE = (
+    (stat.S_ISCHR, "is a device, not a file"),
+    (stat.S_ISBLK, "is a device, not a file"),
+    (stat.S_ISFIFO, "is a named pipe, not a file: save what it carries to a file and give that"),
+    (stat.S_ISSOCK, "is a socket, not a file"),
+)
+
+
+def _open_file(path: str | os.PathLike[str]) -> BinaryIO:
+    """``path`` opened for reading when it is a regular file. Opened without waiting (a named
+    pipe with no writer would block the open for ever), then refused when it is not a file."""
+    handle = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    mode = os.fstat(handle).st_mode
+    refusal = next((why for kind, why in _NOT_A_FILE if kind(mode)), None)
+    if stat.S_ISDIR(mode):
+        os.close(handle)
+        raise IsADirectoryError(errno.EISDIR, "is a directory", os.fspath(path))
+    if refusal is not None:
+        os.close(handle)
+        raise OSError(errno.EINVAL, refusal)
+    return os.fdopen(handle, "rb")
+
+
 def read_bytes(path: str | os.PathLike[str], *, limit: int = INPUT_LIMIT) -> bytes:
-    """The file's bytes (gunzipped when its name ends in ``.gz``), at most ``limit`` of them."""
-    with open(path, "rb") as handle:
-        mode = os.fstat(handle.fileno()).st_mode
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-            raise OSError(errno.EINVAL, "is a device, not a file")
-        if stat.S_ISREG(mode) and os.fstat(handle.fileno()).st_size > limit:
+    """The file's bytes (gunzipped when its name ends in ``.gz``), at most ``limit`` of them;
+    a device, a named pipe or a socket is refused before a byte is read."""
+    with _open_file(path) as handle:
+        if os.fstat(handle.fileno()).st_size > limit:
             raise _too_large(limit)
         if Path(path).suffix == ".gz":
             try:

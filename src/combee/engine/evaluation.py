@@ -25,6 +25,7 @@ from combee.errors import ConfigError
 from combee.llm.types import DEFAULT_MAX_TOKENS
 from combee.sync import run_sync
 from combee.tasks.base import Sample, Splits, Task
+from combee.tasks.sample_size import DEFAULT_MAX_SAMPLE_CHARS, check_sample_sizes
 
 SPLITS = ("train", "val", "test", "all")
 """What :func:`evaluate` scores: one split of the task, or ``all`` of them together."""
@@ -70,16 +71,19 @@ async def evaluate_async(
     seed: int = 0,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     preflight: bool = True,
+    max_sample_chars: int = DEFAULT_MAX_SAMPLE_CHARS,
 ) -> EvalResult:
     """Score ``context`` (a file ``Path``, a text, a context object, or None for the method's
     empty one) on a split of ``task``: ``train``, ``val``, ``test``, or ``all`` (the three
-    together: every line of a JSONL file, which a run splits 60/20/20)."""
+    together: every line of a JSONL file, which a run splits 60/20/20). A sample of more than
+    ``max_sample_chars`` characters is refused, naming its file and line."""
     if split not in SPLITS:
         raise ConfigError(f"must be train, val, test or all (got {split!r})", setting="split")
     the_task = task_of(task, data=data, scorer=scorer, seed=seed)
     if limit is not None:
         whole(limit, "limit", least=0)
     samples = limited(split_samples(the_task.load(), split), limit)
+    check_sample_sizes(samples, max_sample_chars, the_task.name)
     start = initial_text(context, setting="context")
     client, owned = llm_of(llm, seed=seed)
     widen_for(client, len(samples))

@@ -13,6 +13,7 @@ from combee.errors import ConfigError
 from combee.settings import RunSettings, run_settings
 from combee.tasks.agent import AgentTask
 from combee.tasks.base import Sample, Splits, Task
+from combee.tasks.sample_size import check_sample_sizes
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ def prepared(
     train_set = limited(splits.train, train_limit)
     if not train_set:
         raise ConfigError("has no training samples with these limits", setting="task")
+    val_set, test_set = limited(splits.val, val_limit), limited(splits.test, test_limit)
+    check_sample_sizes([*train_set, *val_set, *test_set], settings.max_sample_chars, the_task.name)
     return Prepared(
         settings=settings,
         task=the_task,
@@ -76,6 +79,6 @@ def prepared(
         strategy=the_strategy,
         splits=splits,
         train=train_set,
-        val=limited(splits.val, val_limit),
-        test=limited(splits.test, test_limit),
+        val=val_set,
+        test=test_set,
     )

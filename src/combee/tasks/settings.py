@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from combee.declare import SettingsGroup, setting
+from combee.tasks.sample_size import DEFAULT_MAX_SAMPLE_CHARS
 
 FOLLOWS = "as many as the training limit, all without one"
 """What a validation or test limit not given means: a small run is small throughout."""
@@ -24,6 +25,12 @@ class TaskSettings(SettingsGroup):
         None, "First N validation samples (0: none).", least=0, none=FOLLOWS
     )
     test_limit: int | None = setting(None, "First N test samples (0: none).", least=0, none=FOLLOWS)
+    max_sample_chars: int = setting(
+        DEFAULT_MAX_SAMPLE_CHARS,
+        "Most characters one sample (question, context and answer) may hold; a longer one is "
+        "refused, naming its file and line.",
+        least=1,
+    )
     agent_steps: str = setting(
         "native",
         "agentdojo tasks: how the model acts: native (the endpoint's tool calls) | json (one "
