@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -22,50 +18,11 @@ pytest.importorskip("starlette")
 
 import openai
 
-from combee.bench.server_process import free_port
 from combee.sim import SimConfig, serve_in_thread
+from tests.serve.gateway_process import GatewayProcess
 from tests.tasks.test_tool_agent import weather_model
 
 OPERATOR = "operator-token-from-the-environment"
-
-
-class Gateway:
-    """``combee serve`` in a process of its own."""
-
-    def __init__(self, upstream: str, store: Path, port: int) -> None:
-        self.url = f"http://127.0.0.1:{port}"
-        self.process = subprocess.Popen(
-            [
-                sys.executable, "-m", "combee.cli.main", "serve", "--upstream", upstream,
-                "--model", "sim", "--store", str(store), "--port", str(port),
-                "--learn-every", "0", "--batch-size", "10",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env={
-                **os.environ, "COMBEE_SERVE_TOKEN": "", "COMBEE_AGENT_TOKEN": "",
-                "COMBEE_OPERATOR_TOKEN": OPERATOR,
-            },
-        )  # fmt: skip
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(self.url + "/healthz", timeout=2):
-                    return
-            except OSError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    _, errors = self.process.communicate(timeout=10)
-                    raise AssertionError(f"the gateway did not start: {errors.decode()}") from None
-                time.sleep(0.1)
-
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=60)
 
 
 def post(url: str, body: dict[str, Any]) -> Any:
@@ -110,7 +67,7 @@ def test_kill_9_mid_burst_loses_no_answered_request_and_learning_resumes(tmp_pat
     # kill finds a burst in flight whatever the machine's speed.
     config = SimConfig(ttft_s=0.05, rate_hang=0.5, hang_s=600.0)
     with serve_in_thread(weather_model) as upstream:
-        gateway = Gateway(upstream.base_url, store, free_port())
+        gateway = GatewayProcess(upstream.base_url, str(store), operator=OPERATOR)
         try:
             warm = [asyncio.run(ask(gateway.url + "/v1", f"w{n}")) for n in range(10)]
             assert all(warm)
@@ -149,7 +106,7 @@ def test_kill_9_mid_burst_loses_no_answered_request_and_learning_resumes(tmp_pat
         assert len(markers) == 10 + len(answered)  # nothing unanswered, nothing twice
 
         upstream.reset(config=SimConfig())
-        restarted = Gateway(upstream.base_url, store, free_port())
+        restarted = GatewayProcess(upstream.base_url, str(store), operator=OPERATOR)
         try:
             for trace in list(answered.values())[:10]:
                 post(restarted.url + "/v1/feedback", {"trace_id": trace, "success": False})

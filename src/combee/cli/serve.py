@@ -24,7 +24,9 @@ serve_app = typer.Typer(
 )
 app.add_typer(serve_app, name="serve")
 
-Store = Annotated[Path, typer.Option(help="The gateway's store folder.")]
+Store = Annotated[
+    str, typer.Option(help="The gateway's store: its folder, or its postgresql:// URL.")
+]
 Namespace = Annotated[str, typer.Option("--agent", help="The agent namespace.")]
 _LEARNING = [*SERVE_SETTINGS, *LEARN_RUN_SETTINGS]
 
@@ -140,7 +142,7 @@ def serve_command(
         learning += f"; rounds tracked in MLflow experiment {experiment}"
     err.print(
         f"combee serve: http://{settings.host}:{settings.port}/v1 -> {gateway.upstream.base_url}; "
-        f"store {settings.store}; {learning}\n  {gateway.access.summary()}",
+        f"store {gateway.store.name}; {learning}\n  {gateway.access.summary()}",
         markup=False,
         highlight=False,
         soft_wrap=True,
@@ -182,7 +184,7 @@ def _round_printer(tracker: Any) -> Any:
 @with_setting_options(LEARN_RUN_SETTINGS)
 @opt.with_endpoint_options()
 def learn_round_command(
-    store: Store = Path("combee-serve"),
+    store: Store = "combee-serve",
     agent: Namespace = DEFAULT_NAMESPACE,
     activate: Annotated[str, typer.Option(help="always | checked.")] = "always",
     strategy: Annotated[str, typer.Option(help=STRATEGY_HELP)] = "combee",
@@ -199,7 +201,7 @@ def learn_round_command(
     endpoint = opt.endpoint_of(options, cache=None, seed=values["seed"])
 
     async def once() -> str:
-        settings = serve_settings(store=str(store), activate=activate)
+        settings = serve_settings(store=store, activate=activate)
         with TraceStore(store) as opened:
             result = await learn_round(
                 opened, agent, llm=endpoint, settings=settings, seed=values["seed"],
@@ -214,7 +216,7 @@ def learn_round_command(
 
 @serve_app.command("rollback")
 def rollback_command(
-    store: Store = Path("combee-serve"),
+    store: Store = "combee-serve",
     agent: Namespace = DEFAULT_NAMESPACE,
     version: Annotated[
         int | None, typer.Option(help="The version to serve (default: the active one's parent).")
@@ -237,7 +239,7 @@ def rollback_command(
 
 @serve_app.command("playbook")
 def playbook_command(
-    store: Store = Path("combee-serve"),
+    store: Store = "combee-serve",
     agent: Namespace = DEFAULT_NAMESPACE,
 ) -> None:
     """Print the active playbook; list every version on stderr."""
@@ -246,7 +248,7 @@ def playbook_command(
     with TraceStore(store) as opened:
         versions = opened.versions(agent)
     if not versions:
-        raise fail(f"namespace {agent} has no playbook yet in {store}")
+        raise fail(f"namespace {agent} has no playbook yet in {opened.name}")
     for v in versions:
         err.print(
             f"v{v.version} {v.status:8} {len(v.traces):4} trace(s)  {v.note}", highlight=False
@@ -258,7 +260,7 @@ def playbook_command(
 
 @serve_app.command("export")
 def export_command(
-    store: Store = Path("combee-serve"),
+    store: Store = "combee-serve",
     out: Annotated[Path, typer.Option(help="The JSON Lines file to write.")] = Path("traces.jsonl"),
     agent: Namespace = DEFAULT_NAMESPACE,
     scored: Annotated[bool, typer.Option(help="Only traces with feedback.")] = False,
@@ -288,7 +290,7 @@ def export_command(
 
 
 def _export_mlflow(
-    store: Path, agent: str, scored: bool, tracking_uri: str | None, experiment: str
+    store: str, agent: str, scored: bool, tracking_uri: str | None, experiment: str
 ) -> None:
     from combee.cli.flags import cli_message
     from combee.errors import CombeeError

@@ -21,7 +21,7 @@ def export_chat(
     """Write the conversations of ``namespace`` to ``out`` in the OpenAI chat trace format
     (one ``{"messages", "tools", "reward", "success", "feedback"}`` per line, the outcome being
     the latest reported); returns how many. ``scored_only``: only those with feedback."""
-    opened = store if isinstance(store, TraceStore) else TraceStore(Path(store))
+    opened = store if isinstance(store, TraceStore) else TraceStore(store)
     try:
         outcomes = latest_outcomes(f for _, f in opened.feedback_after(namespace, 0))
         ids = opened.trace_ids(namespace)

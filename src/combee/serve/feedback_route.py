@@ -26,7 +26,7 @@ _FEEDBACK_CHARS = 100_000
 
 
 async def feedback_route(gateway: Gateway, request: Request) -> Response:
-    refused = gateway.access.agent_refusal(request)
+    refused = gateway.access.agent_refusal(request) or await gateway.store_refusal()
     if refused is not None:
         return refused
     try:
@@ -37,7 +37,11 @@ async def feedback_route(gateway: Gateway, request: Request) -> Response:
         )
     except BadRequest as problem:
         return error(problem.status, str(problem))
-    seq = await gateway.store.write_async(record_feedback(feedback))
+    try:
+        seq = await gateway.store.write_async(record_feedback(feedback))
+    except Exception as problem:  # not stored: the caller must not take it as recorded
+        message = f"the feedback could not be stored ({problem}); retry shortly"
+        return error(503, message, {"retry-after": "1"}, kind="service_unavailable")
     if gateway.on_feedback is not None:
         gateway.on_feedback(feedback.namespace)
     return JSONResponse(

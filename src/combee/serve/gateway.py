@@ -46,6 +46,8 @@ from combee.serve.request_body import json_body
 from combee.serve.served_playbooks import ServedPlaybooks
 from combee.serve.settings import ServeSettings
 from combee.serve.store import TraceStore
+from combee.serve.store_database import StoreUnavailable
+from combee.serve.store_health import StoreHealth
 from combee.serve.store_writes import record_exchange
 from combee.serve.upstream import HttpUpstream, UpstreamError, UpstreamReply, UpstreamTimeout
 
@@ -58,6 +60,8 @@ SESSION_HEADER = "x-combee-session"
 TASK_HEADER = "x-combee-task"
 PLAYBOOK_HEADER = "x-combee-playbook"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+_DOWN = "service_unavailable"
 
 _ANY = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 
@@ -94,6 +98,7 @@ class Gateway:
         self.on_feedback = on_feedback
         """Told the namespace of each feedback stored."""
         self.conversations = Conversations(store)
+        self.store_health = StoreHealth(store)
         self.served = ServedPlaybooks(store, initial, settings.max_namespaces)
         self._in_flight = 0
         self.learner: ContinuousLearner | None = None
@@ -173,7 +178,7 @@ class Gateway:
         return str(name)
 
     async def _relay(self, request: Request, form: ExchangeForm) -> Response:
-        refused = self.access.agent_refusal(request)
+        refused = self.access.agent_refusal(request) or await self.store_refusal()
         if refused is not None:
             return refused
         try:
@@ -183,6 +188,8 @@ class Gateway:
             playbook = await self.playbook(namespace)  # a new namespace is made, or refused
         except BadRequest as problem:
             return error(problem.status, str(problem))
+        except StoreUnavailable as problem:
+            return error(503, f"{problem}; retry shortly", {"retry-after": "1"}, kind=_DOWN)
         session = request.headers.get(SESSION_HEADER, "")[:256]
         trace_id, chain = self.conversations.trace_for(namespace, session, messages)
         served = playbook if request.headers.get(PLAYBOOK_HEADER, "").lower() != "off" else None
@@ -233,7 +240,7 @@ class Gateway:
             await self._record(exchange, message, reply.status)
         except Exception as problem:  # not stored: the agent must not take it as recorded
             logger.error("an exchange could not be stored: %s", problem)
-            return error(500, f"the exchange could not be stored: {problem}", headers)
+            return error(503, _unstored(problem), {**headers, "retry-after": "1"}, kind=_DOWN)
         finally:
             self._in_flight -= 1
         # Where the time went, for operators and benchmarks (the W3C Server-Timing header).
@@ -258,7 +265,13 @@ class Gateway:
                 ready = reader.feed(chunk)
                 if ready:
                     yield ready
-            await self._record(exchange, reader.message(), 200)
+            try:
+                await self._record(exchange, reader.message(), 200)
+            except Exception as problem:  # not stored: end the stream with an error, not [DONE]
+                recorded = True
+                logger.error("an exchange could not be stored: %s", problem)
+                yield sse_error(_unstored(problem), _DOWN)
+                return
             recorded = True
             rest = reader.rest()
             if rest:
@@ -322,10 +335,21 @@ class Gateway:
         listed = {"id": self.model, "object": "model", "created": 0, "owned_by": "upstream"}
         return JSONResponse({"object": "list", "data": [listed]})
 
+    async def store_refusal(self) -> Response | None:
+        """A 503 while the store cannot write (checked before anything is sent upstream)."""
+        problem = await self.store_health.problem()
+        if problem is None:
+            return None
+        return error(503, self.store_health.refusal(problem), {"retry-after": "1"}, kind=_DOWN)
+
     async def _health(self, request: Request) -> Response:
-        return JSONResponse({"status": "ok", "in_flight": self._in_flight})
+        store = self.store.problem or "ok"
+        return JSONResponse({"status": "ok", "in_flight": self._in_flight, "store": store})
 
     async def _ready(self, request: Request) -> Response:
+        problem = await self.store_health.problem(probe=True)
+        if problem is not None:
+            return JSONResponse({"ready": False, "why": self.store_health.refusal(problem)}, 503)
         try:
             status, _ = await asyncio.wait_for(self.upstream.get("/models"), timeout=5.0)
         except (UpstreamError, TimeoutError) as problem:
@@ -334,3 +358,7 @@ class Gateway:
             why = f"the upstream answered {status}"
             return JSONResponse({"ready": False, "why": why}, 503)
         return JSONResponse({"ready": True})
+
+
+def _unstored(problem: BaseException) -> str:
+    return f"the exchange could not be stored ({problem}); retry shortly"

@@ -21,7 +21,8 @@ import logging
 import random
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -304,6 +305,20 @@ def _held_out(traces: Sequence[Any], share: float, seed: int) -> tuple[list[Any]
     return order[count:], order[:count]
 
 
+@contextlib.asynccontextmanager
+async def _on_thread(held: AbstractContextManager[bool]) -> AsyncIterator[bool]:
+    """``held`` entered and left on a worker thread (taking a database lock blocks)."""
+    value = await asyncio.to_thread(held.__enter__)
+    try:
+        yield value
+    finally:
+        await asyncio.to_thread(held.__exit__, None, None, None)
+
+
+class RoundBusy(CombeeError):
+    """Another process holds the namespace's learning round."""
+
+
 class ContinuousLearner:
     """Runs :func:`learn_round` in the background: when a namespace has ``learn_every`` traces
     with new feedback, and every ``learn_interval`` seconds to catch what another process
@@ -343,8 +358,11 @@ class ContinuousLearner:
                 await self._task
 
     async def run_now(self, namespace: str) -> RoundResult:
-        """One round now, whatever the count (``POST /v1/learn``, ``combee serve learn``)."""
-        async with self._lock:
+        """One round now, whatever the count (``POST /v1/learn``, ``combee serve learn``);
+        :class:`RoundBusy` while another process (a replica) runs one of ``namespace``."""
+        async with self._lock, _on_thread(self.store.round_lock(namespace)) as held:
+            if not held:
+                raise RoundBusy(f"a learning round of namespace {namespace!r} is running elsewhere")
             result = await learn_round(
                 self.store,
                 namespace,
@@ -367,6 +385,8 @@ class ContinuousLearner:
                     await self.run_now(namespace)
                 except asyncio.CancelledError:
                     raise
+                except RoundBusy:  # another replica learns from these traces
+                    continue
                 except Exception as problem:  # the gateway keeps serving
                     logger.error("learning round [%s] failed: %s", namespace, problem)
 

@@ -34,7 +34,6 @@ import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from combee.errors import ConfigError
@@ -79,7 +78,7 @@ def export_mlflow(
 
     uri = tracking_uri_of(tracking_uri)
     check_reachable(uri)
-    opened = store if isinstance(store, TraceStore) else TraceStore(Path(store))
+    opened = store if isinstance(store, TraceStore) else TraceStore(store)
     try:
         outcomes = latest_outcomes(f for _, f in opened.feedback_after(namespace, 0))
         client = MlflowClient(tracking_uri=uri)

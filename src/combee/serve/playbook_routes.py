@@ -13,6 +13,7 @@ from starlette.responses import JSONResponse, Response
 
 from combee.errors import ConfigError
 from combee.serve.http_errors import BadRequest, error
+from combee.serve.learner import RoundBusy
 from combee.serve.records import PlaybookVersion
 from combee.serve.request_body import json_body
 from combee.serve.store import TraceStore
@@ -89,6 +90,8 @@ async def learn_route(gateway: Gateway, request: Request) -> Response:
         return error(409, "this gateway does not learn (started without a learner model)")
     try:
         result = await gateway.learner.run_now(namespace)
+    except RoundBusy as problem:
+        return error(409, str(problem), kind="conflict")
     except Exception as problem:  # reported to the caller; the gateway keeps serving
         logger.error("learning round [%s] failed: %s", namespace, problem)
         return error(500, f"the learning round failed: {problem}", kind="server_error")

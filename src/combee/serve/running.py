@@ -30,9 +30,6 @@ from combee.serve.upstream import HttpUpstream
 
 logger = logging.getLogger(__name__)
 
-_POLL_S = 1.0
-"""How often the gateway looks whether another process changed the active playbooks."""
-
 
 def create_gateway(
     upstream: str,
@@ -73,7 +70,7 @@ def create_gateway(
         atexit.register(local.stop)
         upstream, model = local.base_url, model or MODEL_ALIAS
         learner_llm = _learning_locally(learner_llm, local.base_url)
-    store = TraceStore(settings.store)
+    store = TraceStore(settings.store, folder=settings.rounds_folder or None)
     http = HttpUpstream(upstream, api_key_env=api_key_env, timeout_s=settings.upstream_timeout)
     learner: ContinuousLearner | None = None
     gateway: Gateway
@@ -109,11 +106,11 @@ def create_gateway(
     async def lifespan(app: Any) -> AsyncIterator[None]:
         if learner is not None:
             learner.start()
-        watcher = asyncio.create_task(_watch(gateway))
         try:
-            yield
+            # A version activated elsewhere (a replica, `combee serve rollback`) is served here.
+            with store.watch(gateway.refresh):
+                yield
         finally:
-            watcher.cancel()
             if learner is not None:
                 await learner.stop()
             await http.aclose()
@@ -149,19 +146,6 @@ def starting_playbook(path: str) -> str:
     if not path:
         return ""
     return read_setting_file(path, "playbook")
-
-
-async def _watch(gateway: Gateway) -> None:
-    """Read the active playbooks again when another process (``combee serve learn``,
-    ``combee serve rollback``) has committed to the store."""
-    with gateway.store.reading() as db:
-        seen = gateway.store.data_version(db)
-        while True:
-            await asyncio.sleep(_POLL_S)
-            now = gateway.store.data_version(db)
-            if now != seen:
-                seen = now
-                await asyncio.to_thread(gateway.refresh)
 
 
 def serve(app: Any, settings: ServeSettings, *, log_level: str = "warning") -> None:

@@ -1,10 +1,12 @@
-"""The gateway's trace store: one SQLite file, where acknowledged means durable.
+"""The gateway's trace store, where acknowledged means durable: one SQLite file (the embedded
+default) or a PostgreSQL database that several gateway replicas share (``postgresql://...``).
 
 Every write goes through one writer thread that commits what has queued up in one transaction
-(group commit, ``synchronous=FULL`` in WAL mode, :mod:`combee.serve.store_writer`): a caller's
-write returns once it is on disk, and hundreds of concurrent requests share a commit rather than
-wait for one each. Reads open their own connection. The writes themselves are in
-:mod:`combee.serve.store_writes`.
+(group commit, :mod:`combee.serve.store_writer`): a caller's write returns once it is on disk, and
+hundreds of concurrent requests share a commit rather than wait for one each. Reads take a
+connection of their own. The writes themselves are in :mod:`combee.serve.store_writes`; what
+differs between the databases, in :mod:`combee.serve.store_sqlite` and
+:mod:`combee.serve.store_postgres`.
 """
 
 from __future__ import annotations
@@ -12,38 +14,48 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
-from contextlib import closing, contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 from combee.errors import ConfigError
 from combee.serve.records import Exchange, Feedback, PlaybookVersion
-from combee.serve.store_schema import SCHEMA, STORE_FILE, connect, upgrade
+from combee.serve.store_database import Database, Db, Listener, StoreUnavailable
+from combee.serve.store_postgres import PostgresDatabase, is_postgres
+from combee.serve.store_sqlite import STORE_FILE, SqliteDatabase
 from combee.serve.store_writer import Write, Writer
+
+__all__ = ["STORE_FILE", "TraceStore"]
+
+ROUNDS_FOLDER_OF_DATABASE = "combee-serve"
+"""Where the learning rounds' run directories go when the store is a database and no folder is
+named."""
 
 
 class TraceStore:
-    """The store in ``folder`` (created if needed): ``traces.sqlite`` and the learning rounds'
-    run directories beside it. Close it (or use it as a context manager) to stop its writer."""
+    """The store at ``location``: a folder (created if needed) holding ``traces.sqlite``, or a
+    ``postgresql://`` URL. ``folder`` holds the learning rounds' run directories (default: the
+    store's folder; for a database, ``combee-serve``). Close it (or use it as a context manager)
+    to stop its writer."""
 
-    def __init__(self, folder: str | os.PathLike[str]) -> None:
-        self.folder = Path(folder)
-        if self.folder.exists() and not self.folder.is_dir():
-            raise ConfigError(f"{self.folder} is a file, not a folder", setting="store")
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.path = self.folder / STORE_FILE
-        try:
-            with closing(connect(self.path)) as connection:
-                connection.executescript(SCHEMA)
-                upgrade(connection)
-        except sqlite3.DatabaseError as error:
-            raise ConfigError(
-                f"{self.path} is not a trace store Combee can open ({error})", setting="store"
-            ) from None
-        self._writer = Writer(self.path)
+    def __init__(
+        self, location: str | os.PathLike[str], *, folder: str | os.PathLike[str] | None = None
+    ) -> None:
+        self.database: Database
+        if isinstance(location, str) and is_postgres(location):
+            self.database = PostgresDatabase(location)
+            self.folder = Path(folder or ROUNDS_FOLDER_OF_DATABASE)
+        else:
+            store = Path(location)
+            if store.exists() and not store.is_dir():
+                raise ConfigError(f"{store} is a file, not a folder", setting="store")
+            store.mkdir(parents=True, exist_ok=True)
+            self.database = SqliteDatabase(store)
+            self.folder = Path(folder) if folder else store
+        self.name = self.database.name
+        self._writer = Writer(self.database)
 
     def __enter__(self) -> TraceStore:
         return self
@@ -54,6 +66,7 @@ class TraceStore:
     def close(self) -> None:
         """Finish the queued writes, then stop the writer."""
         self._writer.close()
+        self.database.close()
 
     # --- writes ---------------------------------------------------------------------------
 
@@ -69,16 +82,44 @@ class TraceStore:
     async def write_async(self, write: Write) -> Any:
         return await asyncio.wrap_future(self.submit(write))
 
+    @property
+    def problem(self) -> str | None:
+        """Why the store's last commit failed (a full disk, a database gone); None while it
+        writes."""
+        return self._writer.problem
+
+    async def probe(self) -> bool:
+        """Whether the store can write now (a small write committed); clears :attr:`problem`
+        when it can."""
+        try:
+            await asyncio.wrap_future(self._writer.probe())
+        except Exception:
+            return False
+        return True
+
+    # --- changes made elsewhere -----------------------------------------------------------
+
+    def watch(self, listener: Listener) -> AbstractContextManager[None]:
+        """Call ``listener`` with a namespace ("": maybe any) each time another process (a
+        replica, ``combee serve rollback``) changes its playbooks, while the block runs."""
+        return self.database.watch(listener)
+
+    def round_lock(self, namespace: str) -> AbstractContextManager[bool]:
+        """The right to run ``namespace``'s learning round (False: another process has it)."""
+        return self.database.round_lock(namespace)
+
     # --- reads ----------------------------------------------------------------------------
 
     @contextmanager
-    def reading(self) -> Iterator[sqlite3.Connection]:
-        """A connection of its own, for reads."""
-        connection = connect(self.path)
+    def reading(self) -> Iterator[Db]:
+        """A connection for reads (:class:`StoreUnavailable` when the store cannot be read,
+        which :attr:`problem` then reports until a write succeeds)."""
         try:
-            yield connection
-        finally:
-            connection.close()
+            with self.database.reading() as db:
+                yield db
+        except StoreUnavailable as failed:
+            self._writer.problem = self._writer.problem or str(failed)
+            raise
 
     def exchanges(self, trace_id: str) -> list[Exchange]:
         with self.reading() as db:
@@ -101,7 +142,8 @@ class TraceStore:
         """The traces of ``namespace``, oldest first."""
         with self.reading() as db:
             rows = db.execute(
-                "SELECT id FROM traces WHERE namespace = ? ORDER BY rowid", (namespace,)
+                f"SELECT id FROM traces WHERE namespace = ? ORDER BY {self.database.trace_order}",
+                (namespace,),
             ).fetchall()
         return [str(row[0]) for row in rows]
 
@@ -119,7 +161,7 @@ class TraceStore:
         with self.reading() as db:
             rows = db.execute(
                 "SELECT namespace, session_id, id FROM traces WHERE session_id != ''"
-                " ORDER BY rowid DESC LIMIT ?",
+                f" ORDER BY {self.database.trace_order} DESC LIMIT ?",
                 (limit,),
             ).fetchall()
         return [(str(a), str(b), str(c)) for a, b, c in reversed(rows)]
@@ -195,10 +237,6 @@ class TraceStore:
                 (namespace,),
             ).fetchone()
         return None if row is None else _version(row)
-
-    def data_version(self, connection: sqlite3.Connection) -> int:
-        """Changes when another connection commits (a cheap poll for a new active version)."""
-        return int(connection.execute("PRAGMA data_version").fetchone()[0])
 
 
 def _exchange(row: Sequence[Any]) -> Exchange:

@@ -5,20 +5,20 @@ half-activated playbook."""
 
 from __future__ import annotations
 
-import sqlite3
 import time
 
 from combee.errors import ConfigError
 from combee.serve.records import Exchange, Feedback, PlaybookVersion
+from combee.serve.store_database import Db
 from combee.serve.store_schema import to_json
 from combee.serve.store_writer import Write
 
 
 def record_exchange(exchange: Exchange) -> Write:
-    def write(db: sqlite3.Connection) -> None:
+    def write(db: Db) -> None:
         db.execute(
-            "INSERT OR IGNORE INTO traces (id, namespace, session_id, task_id, created)"
-            " VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO traces (id, namespace, session_id, task_id, created)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
             (
                 exchange.trace_id,
                 exchange.namespace,
@@ -51,10 +51,10 @@ def record_exchange(exchange: Exchange) -> Write:
 
 
 def record_feedback(feedback: Feedback) -> Write:
-    def write(db: sqlite3.Connection) -> int:
-        cursor = db.execute(
+    def write(db: Db) -> int:
+        row = db.execute(
             "INSERT INTO feedback (trace_id, namespace, reward, success, text, created, trusted)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING seq",
             (
                 feedback.trace_id,
                 feedback.namespace,
@@ -64,8 +64,8 @@ def record_feedback(feedback: Feedback) -> Write:
                 feedback.created or time.time(),
                 int(feedback.trusted),
             ),
-        )
-        return int(cursor.lastrowid or 0)
+        ).fetchone()
+        return int(row[0])
 
     return write
 
@@ -74,7 +74,7 @@ def add_version(version: PlaybookVersion, *, activate: bool, watermark: int | No
     """Store ``version`` (its number is the next free one; the write returns it), make it the
     active one when ``activate``, and move the namespace's watermark, all in one transaction."""
 
-    def write(db: sqlite3.Connection) -> int:
+    def write(db: Db) -> int:
         row = db.execute(
             "SELECT COALESCE(MAX(version), 0) FROM playbooks WHERE namespace = ?",
             (version.namespace,),
@@ -116,20 +116,20 @@ def ensure_first(namespace: str, text: str) -> Write:
     """Version 1 of ``namespace``, the starting playbook ``text`` (maybe empty), stored and
     active unless the namespace has a version already."""
 
-    def write(db: sqlite3.Connection) -> None:
+    def write(db: Db) -> None:
+        # Versions are numbered from 1: a namespace with any version has version 1.
         db.execute(
             "INSERT INTO playbooks (namespace, version, text, created, status, parent, traces,"
-            " provenance, check_result, note) SELECT ?, 1, ?, ?, 'active', NULL, '[]', '{}',"
-            " NULL, 'the starting playbook' WHERE NOT EXISTS"
-            " (SELECT 1 FROM playbooks WHERE namespace = ?)",
-            (namespace, text, time.time(), namespace),
+            " provenance, check_result, note) VALUES (?, 1, ?, ?, 'active', NULL, '[]', '{}',"
+            " NULL, 'the starting playbook') ON CONFLICT (namespace, version) DO NOTHING",
+            (namespace, text, time.time()),
         )
 
     return write
 
 
 def set_watermark(namespace: str, seq: int) -> Write:
-    def write(db: sqlite3.Connection) -> None:
+    def write(db: Db) -> None:
         db.execute(
             "INSERT INTO watermarks (namespace, feedback_seq) VALUES (?, ?)"
             " ON CONFLICT (namespace) DO UPDATE SET feedback_seq = excluded.feedback_seq",
@@ -143,7 +143,7 @@ def activate_version(namespace: str, version: int) -> Write:
     """Make ``version`` the active playbook of ``namespace`` (a rollback, or a refused
     version put in by hand); the one active before is retired."""
 
-    def write(db: sqlite3.Connection) -> None:
+    def write(db: Db) -> None:
         found = db.execute(
             "SELECT status FROM playbooks WHERE namespace = ? AND version = ?",
             (namespace, version),
