@@ -38,9 +38,7 @@ def test_the_corpus_is_as_broad_as_promised() -> None:
 def test_at_least_95_percent_of_the_formats_are_redacted() -> None:
     missed = [f.name for f in FORMATS if leaks(f)]
     assert len(missed) <= len(FORMATS) * 0.05, missed
-    # Capitals and digits in groups of 5 and 6; a UUID after "api-" (an order's id is written
-    # so too); lower case and digits broken by "-_.=" into parts as short as words.
-    assert missed == ["typeform", "1password secret key", "launchdarkly"]
+    assert missed == []
 
 
 def test_at_most_2_percent_of_the_innocent_strings_are_changed() -> None:
@@ -67,11 +65,7 @@ def test_the_generic_detectors_find_what_the_named_rules_miss(
     redact_module._cached_text.cache_clear()
     redact_module._cached_line.cache_clear()
     assert len(unnamed) >= 80  # most of the corpus has no rule of its own
-    assert [f.name for f in unnamed if leaks(f)] == [
-        "typeform",
-        "1password secret key",
-        "launchdarkly",
-    ]
+    assert [f.name for f in unnamed if leaks(f)] == []
 
 
 @pytest.mark.parametrize(
@@ -137,7 +131,7 @@ def test_a_secret_inside_a_json_string_is_redacted_and_the_json_stays_valid(befo
         json.loads(cleaned)  # still one valid JSON object
         if core(item.secret) in cleaned:
             leaked.append(item.name)
-    assert leaked == ["typeform", "1password secret key", "launchdarkly"]
+    assert leaked == []
 
 
 def test_the_gateways_ids_and_padded_counts_are_not_taken_for_keys() -> None:

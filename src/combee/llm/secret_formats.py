@@ -215,6 +215,25 @@ DETECTORS: tuple[Detector, ...] = (
         hint=r"\.[A-Za-z0-9_\-]{6}\.",
     ),
     Detector("artifactory-token", ("AKC",), _starting("AKC", 3, r"[A-Za-z0-9]{10,}\b")),
+    # Three formats whose shape alone reads as innocent text (parts as short as words; groups
+    # of capitals like a product code; a UUID), found by their prefix and exact layout.
+    Detector("typeform-token", ("tfp_",), _starting("tfp_", 4, r"[A-Za-z0-9\-_.=]{40,}")),
+    Detector(
+        "1password-secret-key",
+        ("A3-",),
+        _starting(
+            "A3-",
+            3,
+            r"[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})(?:-[A-Z0-9]{5}){3}\b",
+        ),
+    ),
+    Detector(
+        "launchdarkly-key",
+        ("api-", "sdk-"),
+        _starting(
+            "api-|sdk-", 4, r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}\b"
+        ),
+    ),
     # Artifactory's encrypted passwords run to dozens of characters; a product code such as
     # APC1500MXBLK2 is not one.
     Detector(
