@@ -133,12 +133,13 @@ def cpu_of(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def start_gateway(upstream: str, store: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_gateway(upstream: str, store: Path, *flags: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``combee serve`` in front of ``upstream``, with ``flags`` besides; its process and URL."""
     port = free_port()
     process = subprocess.Popen(
         [
             sys.executable, "-m", "combee.cli.main", "serve", "--upstream", upstream,
-            "--model", "sim", "--store", str(store), "--port", str(port), "--no-learn",
+            "--model", "sim", "--store", str(store), "--port", str(port), "--no-learn", *flags,
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
