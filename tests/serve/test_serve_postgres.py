@@ -211,11 +211,13 @@ def test_the_store_keeps_its_promises_on_postgresql(
         ]
         assert seqs == sorted(seqs) and len(set(seqs)) == 3
         assert [f.trace_id for _, f in store.feedback_after("ns", seqs[0])] == ["t1", "t2"]
+        assert store.traces_with_new_feedback() == {"ns": 3}
         version = PlaybookVersion(
             namespace="ns", version=0, text="learned", created=0.0, status="candidate", parent=1
         )
         number = store.write(add_version(version, activate=True, watermark=seqs[-1]))
         assert number == 2 and store.watermark("ns") == seqs[-1]
+        assert store.traces_with_new_feedback() == {}
         assert [v.status for v in store.versions("ns")] == ["retired", "active"]
         store.write(activate_version("ns", 1))
         assert [v.status for v in store.versions("ns")] == ["active", "retired"]

@@ -4,6 +4,7 @@ canonical form, one outcome per trace."""
 from __future__ import annotations
 
 from itertools import pairwise
+from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -11,6 +12,8 @@ from hypothesis import strategies as st
 from combee.serve.chaining import chain_key, continued
 from combee.serve.learner import latest_outcomes
 from combee.serve.records import Feedback
+from combee.serve.store import TraceStore
+from combee.serve.store_writes import record_feedback, set_watermark
 from combee.serve.streams import StreamReader
 from tests.serve.test_serve_gateway import STREAM
 
@@ -102,3 +105,18 @@ def test_an_agents_text_never_replaces_the_operators() -> None:
     # The reward and the flag are taken from anyone; the text only from someone as trusted.
     assert found["t"] == Feedback("t", "ns", success=False, text=operator.text, trusted=True)
     assert found["u"].text == "said later" and found["u"].trusted
+
+
+def test_the_traces_waiting_for_a_round_are_counted_per_namespace_after_its_watermark(
+    tmp_path: Path,
+) -> None:
+    with TraceStore(tmp_path) as store:
+        seqs = [
+            store.write(record_feedback(Feedback(trace_id=trace, namespace=ns, success=True)))
+            for ns, trace in [("a", "t1"), ("a", "t1"), ("a", "t2"), ("b", "t3")]
+        ]
+        assert store.traces_with_new_feedback() == {"a": 2, "b": 1}
+        store.write(set_watermark("a", seqs[1]))
+        assert store.traces_with_new_feedback() == {"a": 1, "b": 1}
+        store.write(set_watermark("b", seqs[3]))
+        assert store.traces_with_new_feedback() == {"a": 1}

@@ -391,12 +391,9 @@ class ContinuousLearner:
                     logger.error("learning round [%s] failed: %s", namespace, problem)
 
     def _due_namespaces(self) -> list[str]:
-        """The namespaces with ``learn_every`` traces of new feedback, read on a worker thread
-        (two reads per namespace: many namespaces must not hold up the gateway's requests)."""
+        """The namespaces with ``learn_every`` traces of new feedback (one grouped read, on a
+        worker thread, whatever the number of namespaces)."""
         if not self.settings.learn_every:
             return []
-        return [namespace for namespace in self.store.namespaces() if self._due(namespace)]
-
-    def _due(self, namespace: str) -> bool:
-        rows = self.store.feedback_after(namespace, self.store.watermark(namespace))
-        return len({feedback.trace_id for _, feedback in rows}) >= self.settings.learn_every
+        waiting = self.store.traces_with_new_feedback()
+        return [ns for ns, traces in waiting.items() if traces >= self.settings.learn_every]

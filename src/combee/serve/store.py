@@ -199,6 +199,16 @@ class TraceStore:
             for row in rows
         ]
 
+    def traces_with_new_feedback(self) -> dict[str, int]:
+        """For each namespace with feedback after its watermark, how many traces it is for."""
+        with self.reading() as db:
+            rows = db.execute(
+                "SELECT f.namespace, COUNT(DISTINCT f.trace_id) FROM feedback f"
+                " LEFT JOIN watermarks w ON w.namespace = f.namespace"
+                " WHERE f.seq > COALESCE(w.feedback_seq, 0) GROUP BY f.namespace ORDER BY 1"
+            ).fetchall()
+        return {str(namespace): int(count) for namespace, count in rows}
+
     def watermark(self, namespace: str) -> int:
         """The last feedback row a learning round of ``namespace`` has taken in (0: none)."""
         with self.reading() as db:
