@@ -17,7 +17,16 @@ class ServeSettings(SettingsGroup):
 
     host: str = setting("127.0.0.1", "Address to listen on (127.0.0.1: this machine only).")
     port: int = setting(8700, "Port to listen on.", least=1, most=65535)
-    store: str = setting("combee-serve", "Folder of the trace store and the learning rounds.")
+    store: str = setting(
+        "combee-serve",
+        "The trace store: a folder (an SQLite file and the learning rounds), or a PostgreSQL "
+        "URL (postgresql://USER@HOST/DB) that several gateway replicas share.",
+    )
+    rounds_folder: str = setting(
+        "",
+        "Folder of the learning rounds' run directories (none: the store's folder; with a "
+        "PostgreSQL store, combee-serve).",
+    )
     playbook: str = setting(
         "", "A file holding the starting playbook (version 1 of every namespace; none: empty)."
     )
