@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from combee.serve.chaining import chain_key, continued
+from combee.serve.exchange_draft import redacted
 from combee.serve.learner import latest_outcomes
 from combee.serve.records import Feedback
 from combee.serve.store import TraceStore
@@ -120,3 +121,18 @@ def test_the_traces_waiting_for_a_round_are_counted_per_namespace_after_its_wate
         assert store.traces_with_new_feedback() == {"a": 1, "b": 1}
         store.write(set_watermark("b", seqs[3]))
         assert store.traces_with_new_feedback() == {"a": 1}
+
+
+def test_the_ids_the_api_assigned_are_stored_whole_and_the_texts_around_them_redacted() -> None:
+    key = "sk-proj-" + "Q7xv2LmN9pR4tK8wZ3cB6yH1" * 2
+    calls = [{"id": f"call_9f8GhT3kLmNpQ2rS5tUvWx{n}Y", "type": "function"} for n in range(2)]
+    messages = [
+        {"role": "assistant", "content": f"key {key}", "tool_calls": calls},
+        *({"role": "tool", "tool_call_id": c["id"], "content": "ok"} for c in calls),
+        {"type": "function_call_output", "call_id": "fc_67ccd3f2a8d48190a33c12ad5d3a06fd"},
+    ]
+    stored = redacted(messages)
+    assert [c["id"] for c in stored[0]["tool_calls"]] == [c["id"] for c in calls]
+    assert [m["tool_call_id"] for m in stored[1:3]] == [c["id"] for c in calls]
+    assert stored[3]["call_id"] == messages[3]["call_id"]
+    assert key not in stored[0]["content"] and "[REDACTED" in stored[0]["content"]

@@ -84,14 +84,23 @@ def reply_message(content: bytes) -> dict[str, Any] | None:
     return message if isinstance(message, dict) else None
 
 
+_API_IDS = frozenset({"id", "tool_call_id", "call_id"})
+"""Fields that hold an id the API assigned (``call_...``, ``toolu_...``, ``fc_...``): random
+by design, so the detectors would take them for keys, and a trace read back needs them whole to
+pair each tool call with its result."""
+
+
 def redacted(value: Any) -> Any:
-    """``value`` (JSON) with every text redacted."""
+    """``value`` (JSON) with every text redacted, but the API's ids."""
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, list):
         return [redacted(item) for item in value]
     if isinstance(value, dict):
-        return {key: redacted(item) for key, item in value.items()}
+        return {
+            key: item if key in _API_IDS and isinstance(item, str) else redacted(item)
+            for key, item in value.items()
+        }
     return value
 
 
