@@ -7,6 +7,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -375,7 +376,8 @@ def test_a_tracking_server_that_dies_mid_run_costs_the_tracking_only(
         _stop(server)
     warnings = [r.getMessage() for r in caplog.records if r.name == "combee.runs.tracking"]
     assert len(warnings) == 1, warnings
-    assert "MLflow tracking stopped: logging iteration 2 failed" in warnings[0]
+    # Iteration 1's metrics may still be on their way (the tracker never holds up the run).
+    assert re.search(r"MLflow tracking stopped: logging iteration [12] failed", warnings[0])
     tracked = json.loads((tmp_path / "tracked" / "final_results.json").read_text())
     plain = json.loads((tmp_path / "plain" / "final_results.json").read_text())
     assert tracked["iterations"] == plain["iterations"] == 3
