@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
 from yarl import URL
@@ -71,6 +72,19 @@ def _failure(error: BaseException, what: str) -> UpstreamError:
     return UpstreamError(f"the upstream broke off {what}: {error or type(error).__name__}")
 
 
+_IDLE_S = 4.0
+"""How long an idle connection to the upstream is kept: under uvicorn's 5 s (vLLM's and
+llama.cpp's Python servers), so the gateway rarely reuses one the upstream is closing."""
+
+
+def _dropped_before_reply(error: BaseException) -> bool:
+    """A kept-alive connection the upstream closed as the request went out (no reply began):
+    sent again once, on a new connection, rather than answered 502."""
+    if isinstance(error, aiohttp.ClientConnectorError):  # a new connection failed: no retry
+        return False
+    return isinstance(error, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError))
+
+
 class HttpUpstream:
     """An OpenAI-compatible endpoint at ``base_url`` (``.../v1``)."""
 
@@ -116,7 +130,9 @@ class HttpUpstream:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
-            connector = aiohttp.TCPConnector(limit=self._max_connections, limit_per_host=0)
+            connector = aiohttp.TCPConnector(
+                limit=self._max_connections, limit_per_host=0, keepalive_timeout=_IDLE_S
+            )
             self._session = aiohttp.ClientSession(
                 connector=connector, timeout=self._timeout, auto_decompress=True
             )
@@ -140,10 +156,19 @@ class HttpUpstream:
         url = URL(self.base_url + path)
         if query:  # as the agent wrote it: re-quoting could change what a signature covers
             url = URL(f"{url}?{query}", encoded=True)
-        try:
-            response = await self._client().request(
+
+        def request() -> Any:
+            return self._client().request(
                 method, url, data=body or None, headers=headers, proxy=self._proxy
             )
+
+        try:
+            try:
+                response = await request()
+            except (aiohttp.ClientError, OSError) as error:
+                if not _dropped_before_reply(error):
+                    raise
+                response = await request()  # once more, on a new connection
         except TimeoutError:
             raise UpstreamTimeout(f"the upstream {self.base_url} stayed silent") from None
         except (aiohttp.ClientError, OSError) as error:
