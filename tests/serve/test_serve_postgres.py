@@ -25,7 +25,9 @@ pytest.importorskip("psycopg")
 
 import openai
 import psycopg
+from typer.testing import CliRunner
 
+from combee.cli.main import app
 from combee.serve import TraceStore
 from combee.serve.records import Feedback, PlaybookVersion
 from combee.serve.store_writes import activate_version, add_version, ensure_first, record_feedback
@@ -237,3 +239,14 @@ def test_the_store_keeps_its_promises_on_postgresql(
             other.round_lock("other") as free,
         ):
             assert held and not elsewhere and free
+
+
+@pytest.mark.parametrize("command", ["playbook", "export", "rollback", "learn"])
+def test_a_store_that_cannot_be_reached_is_one_line_without_its_password(command: str) -> None:
+    unreachable = "postgresql://bob:hunter2@127.0.0.1:1/fleet"
+    model = ["--model", "sim"] if command == "learn" else []
+    result = CliRunner().invoke(app, ["serve", command, "--store", unreachable, *model])
+    assert result.exit_code == 1, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "cannot reach the PostgreSQL store" in lines[0]
+    assert "--store" in lines[0] and "hunter2" not in result.output

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
 import typer
@@ -57,6 +58,15 @@ def fail(message: str) -> typer.Exit:
     """Print one error line; the caller raises the returned exit."""
     err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     return typer.Exit(1)
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    """A user-caused error in the block prints one line (flags, not parameters) and exits 1."""
+    try:
+        yield
+    except CombeeError as error:
+        raise fail(cli_message(error)) from None
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from combee.cli import options as opt
-from combee.cli.app import app, err, fail, run
+from combee.cli.app import app, err, fail, run, user_errors
 from combee.cli.learn import LEARN_RUN_SETTINGS
 from combee.cli.setting_options import settings_from_options, with_setting_options
 from combee.serve.records import DEFAULT_NAMESPACE
@@ -223,17 +223,13 @@ def rollback_command(
     ] = None,
 ) -> None:
     """Serve an earlier playbook version again (a running gateway picks it up within a second)."""
-    from combee.errors import CombeeError
     from combee.serve.playbook_routes import rollback_target
     from combee.serve.store import TraceStore
     from combee.serve.store_writes import activate_version
 
-    try:
-        with TraceStore(store) as opened:
-            target = version if version is not None else rollback_target(opened, agent)
-            opened.write(activate_version(agent, target))
-    except CombeeError as problem:
-        raise fail(str(problem)) from None
+    with user_errors(), TraceStore(store) as opened:
+        target = version if version is not None else rollback_target(opened, agent)
+        opened.write(activate_version(agent, target))
     err.print(f"namespace {agent}: playbook v{target} is active", highlight=False)
 
 
@@ -245,7 +241,7 @@ def playbook_command(
     """Print the active playbook; list every version on stderr."""
     from combee.serve.store import TraceStore
 
-    with TraceStore(store) as opened:
+    with user_errors(), TraceStore(store) as opened:
         versions = opened.versions(agent)
     if not versions:
         raise fail(f"namespace {agent} has no playbook yet in {opened.name}")
@@ -285,7 +281,8 @@ def export_command(
         raise fail(f"--format {format!r} is not a format; use openai or mlflow")
     from combee.serve.export import export_chat
 
-    count = export_chat(store, out, namespace=agent, scored_only=scored)
+    with user_errors():
+        count = export_chat(store, out, namespace=agent, scored_only=scored)
     err.print(f"wrote {count} trace(s) to {out}", highlight=False)
 
 
