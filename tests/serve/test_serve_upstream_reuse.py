@@ -1,8 +1,10 @@
-"""A kept-alive connection the upstream drops as the gateway reuses it costs the agent nothing:
+"""What an upstream's connection or reply can do to the gateway. A kept-alive connection the
+upstream drops as the gateway reuses it costs the agent nothing:
 the request goes out once more on a new connection (it got a 502 before). The upstream is a raw
 HTTP/1.1 server that answers the first request of each connection with keep-alive and drops the
 connection, unanswered, when a second request arrives on it: the race between an upstream's
-idle timeout and the gateway's next request, made to happen every time."""
+idle timeout and the gateway's next request, made to happen every time. A reply larger than
+the gateway reads whole is refused, and the gateway stops reading it."""
 
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ import openai
 
 from combee.serve import serve_settings
 from combee.serve.running import GatewayThread, create_gateway
+from combee.sim import SimConfig, serve_in_thread
+from tests.tasks.test_tool_agent import weather_model
 
 REPLY = {
     "id": "chatcmpl-1",
@@ -97,3 +101,23 @@ def test_a_reused_connection_the_upstream_dropped_is_retried_on_a_new_one(tmp_pa
                 assert reply.choices[0].message.content == "ok"
             client.close()
     assert upstream.dropped == 2 and upstream.connections == 3
+
+
+def test_an_upstream_reply_past_max_reply_mb_is_refused_and_not_read_further(
+    tmp_path: Path,
+) -> None:
+    flood = 48 * 2**20
+    with serve_in_thread(weather_model, config=SimConfig(flood_bytes=flood)) as upstream:
+        settings = serve_settings(store=str(tmp_path), max_reply_mb=1.0)
+        _, asgi = create_gateway(upstream.base_url, settings=settings)
+        with GatewayThread(asgi) as gateway:
+            client = openai.OpenAI(base_url=gateway.base_url, api_key="k", max_retries=0)
+            with pytest.raises(openai.APIStatusError) as refused:
+                client.chat.completions.create(
+                    model="sim", messages=[{"role": "user", "content": "a long answer"}]
+                )
+            client.close()
+        sent = upstream.flood_sent
+    assert refused.value.status_code == 502
+    assert "max_reply_mb" in refused.value.message and "--max-reply-mb" in refused.value.message
+    assert sent < 12 * 2**20  # the gateway stopped reading: the rest never left the upstream

@@ -71,7 +71,12 @@ def create_gateway(
         upstream, model = local.base_url, model or MODEL_ALIAS
         learner_llm = _learning_locally(learner_llm, local.base_url)
     store = TraceStore(settings.store, folder=settings.rounds_folder or None)
-    http = HttpUpstream(upstream, api_key_env=api_key_env, timeout_s=settings.upstream_timeout)
+    http = HttpUpstream(
+        upstream,
+        api_key_env=api_key_env,
+        timeout_s=settings.upstream_timeout,
+        max_reply_bytes=int(settings.max_reply_mb * 2**20),
+    )
     learner: ContinuousLearner | None = None
     gateway: Gateway
 

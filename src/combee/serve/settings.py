@@ -51,6 +51,12 @@ class ServeSettings(SettingsGroup):
         least=0.05,
         most=0.9,
     )
+    max_reply_mb: float = setting(
+        64.0,
+        "Largest upstream reply the gateway reads whole, in MB (a larger one gets 502 and is "
+        "not read further; streams pass through as they arrive).",
+        least=0.001,
+    )
     max_body_mb: float = setting(
         32.0, "Largest request body accepted, in MB (a larger one gets 413).", least=0.001
     )

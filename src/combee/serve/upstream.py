@@ -35,12 +35,26 @@ class UpstreamReply:
     status: int
     headers: dict[str, str]
     response: aiohttp.ClientResponse
+    limit: int = 64 * 2**20
+    """The most bytes :meth:`body` reads."""
 
     async def body(self) -> bytes:
+        """The whole body, read no further than :attr:`limit` (:class:`UpstreamError` past it:
+        a reply that large is refused, not held in memory)."""
+        parts: list[bytes] = []
+        size = 0
         try:
-            return await self.response.read()
+            async for chunk in self.response.content.iter_any():
+                size += len(chunk)
+                if size > self.limit:
+                    raise UpstreamError(
+                        f"the upstream's reply passed {self.limit:,} bytes, the gateway's "
+                        "max_reply_mb (--max-reply-mb): it was not read further"
+                    )
+                parts.append(chunk)
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
             raise _failure(error, "its reply") from None
+        return b"".join(parts)
 
     async def chunks(self) -> AsyncIterator[bytes]:
         try:
@@ -95,6 +109,7 @@ class HttpUpstream:
         api_key_env: str = DEFAULT_KEY_ENV,
         timeout_s: float = 120.0,
         max_connections: int = 4096,
+        max_reply_bytes: int = 64 * 2**20,
     ) -> None:
         plain, authorization = basic_auth(base_url)
         if not plain or not plain.startswith(("http://", "https://")):
@@ -116,6 +131,7 @@ class HttpUpstream:
             )
         self._headers = {"Authorization": authorization} if authorization else {}
         self.timeout_s = timeout_s
+        self.max_reply_bytes = max_reply_bytes
         self._timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=min(30.0, timeout_s), sock_read=timeout_s
         )
@@ -173,7 +189,8 @@ class HttpUpstream:
             raise UpstreamTimeout(f"the upstream {self.base_url} stayed silent") from None
         except (aiohttp.ClientError, OSError) as error:
             raise UpstreamError(self._why(error)) from None
-        return UpstreamReply(response.status, to_agent(response.headers.items()), response)
+        headers = to_agent(response.headers.items())
+        return UpstreamReply(response.status, headers, response, self.max_reply_bytes)
 
     async def get(self, path: str) -> tuple[int, bytes]:
         try:
