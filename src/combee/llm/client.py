@@ -334,16 +334,12 @@ class LLM:
         content and tool-call arguments, the schema written into the system prompt when
         ``json_mode`` is not ``json_schema``, and the client's seed unless ``seed`` is given or
         ``unsent`` names it."""
-        if "seed" in unsent:
-            seed = None
-        elif seed is None:
-            seed = self._seed
         request = Request.build(
             messages,
             temperature=temperature,
             max_tokens=max_tokens,
             json_schema=json_schema,
-            seed=seed,
+            seed=self._seed if seed is None else seed,
             tools=tools,
             tool_choice=tool_choice,
             unsent=unsent,

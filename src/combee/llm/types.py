@@ -115,7 +115,7 @@ class Request:
         unsent: Collection[Sampling] = (),
     ) -> Request:
         """A request; a message, tool or tool choice that cannot be sent as it is raises
-        :class:`combee.llm.messages.MessageError`."""
+        :class:`combee.llm.messages.MessageError`. A seed ``unsent`` names is dropped."""
         wired_tools = wire_tools(tools)
         check_tool_choice(tool_choice, wired_tools)
         return Request(
@@ -123,7 +123,7 @@ class Request:
             temperature=temperature,
             max_tokens=max_tokens,
             json_schema=json_schema,
-            seed=seed,
+            seed=None if "seed" in unsent else seed,
             tools=wired_tools,
             tool_choice=tool_choice,
             unsent=frozenset(unsent),
