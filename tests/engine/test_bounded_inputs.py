@@ -66,3 +66,23 @@ def test_max_sample_chars_bounds_train_and_evaluate(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="more than max_sample_chars=10 allows") as caught:
         combee.evaluate(f"jsonl:{data}", llm="sim", split="all", max_sample_chars=10)
     assert caught.value.path == str(data) and caught.value.line is not None
+
+
+def test_combee_eval_takes_max_sample_chars_and_names_it(tmp_path: Path) -> None:
+    """The refusal tells the user to raise ``--max-sample-chars``: ``combee eval`` has the flag,
+    applies it and checks its bounds, before any call is sent."""
+    data = _write(tmp_path / "data.jsonl", _rows(10))
+    with serve_in_thread(ace_responder) as server:
+        common = ("eval", "--task", f"jsonl:{data}", "--split", "all", "--model", "sim",
+                  "--base-url", server.base_url)  # fmt: skip
+        refused = run_combee(*common, "--max-sample-chars", "10")
+        zero = run_combee(*common, "--max-sample-chars", "0")
+        calls = len(server.records)
+        scored = run_combee(*common, "--max-sample-chars", "100")
+    for result in (refused, zero):
+        assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "more than --max-sample-chars 10 allows" in " ".join(refused.stderr.split())
+    assert "--max-sample-chars" in zero.stderr and "at least 1" in zero.stderr
+    assert calls == 0
+    assert scored.returncode == 0, scored.stderr
+    assert "on 10 samples (all splits)" in scored.stdout

@@ -10,13 +10,20 @@ import typer
 
 from combee.cli import options as opt
 from combee.cli.app import app, err, fail, run, stdout_console
+from combee.cli.setting_options import with_setting_options
+from combee.declare import declared
 from combee.llm.types import DEFAULT_MAX_TOKENS
+from combee.tasks.settings import TaskSettings
+
+_SAMPLE_SIZE = [item for item in declared(TaskSettings) if item.name == "max_sample_chars"]
+"""The declared bound on one sample's size, a flag here as on ``combee train``."""
 
 if TYPE_CHECKING:
     from combee.engine.results import EvalResult
 
 
 @app.command("eval")
+@with_setting_options(_SAMPLE_SIZE)
 @opt.with_endpoint_options()
 def eval_command(
     playbook: Annotated[
@@ -48,6 +55,7 @@ def eval_command(
     from combee.engine.evaluation import evaluate_async
     from combee.progress import ConsoleProgress
 
+    max_sample_chars = options.pop("max_sample_chars")
     progress = ConsoleProgress(err, evaluation_lines=False)  # the result is printed below
 
     async def evaluate() -> EvalResult:
@@ -56,6 +64,7 @@ def eval_command(
             return await evaluate_async(
                 task, context=playbook, method=method, llm=llm, split=split, limit=limit,
                 observers=[progress], data=data, scorer=scorer, seed=seed, max_tokens=max_tokens,
+                max_sample_chars=max_sample_chars,
             )  # fmt: skip
         finally:
             progress.close()

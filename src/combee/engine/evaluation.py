@@ -82,6 +82,7 @@ async def evaluate_async(
     the_task = task_of(task, data=data, scorer=scorer, seed=seed)
     if limit is not None:
         whole(limit, "limit", least=0)
+    whole(max_sample_chars, "max_sample_chars", least=1)
     samples = limited(split_samples(the_task.load(), split), limit)
     check_sample_sizes(samples, max_sample_chars, the_task.name)
     start = initial_text(context, setting="context")
