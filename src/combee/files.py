@@ -123,3 +123,30 @@ def append_whole(path: str | os.PathLike[str], text: str) -> None:
             raise
     finally:
         os.close(handle)
+
+
+_CAUSES = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EFBIG: "past the largest file this process may write: ulimit -f",
+    errno.EROFS: "a read-only file system",
+    errno.EACCES: "no permission to write there",
+}
+
+
+class UnwritableRunDir(ConfigError):
+    """A file of the run directory cannot be written (a full disk, a read-only folder); the
+    file is left as it was. ``kept`` says what the folder holds."""
+
+    def __init__(
+        self, path: Path, error: OSError, kept: str = "what was written before it stays"
+    ) -> None:
+        self.path = path
+        self.error = error
+        reason = error.strerror or str(error)
+        why = _CAUSES.get(error.errno or 0, "a full disk or a read-only folder?")
+        super().__init__(f"cannot write {path}: {reason} ({why}); {kept}", setting="run_dir")
+
+    def keeping(self, kept: str) -> UnwritableRunDir:
+        """The same failure, saying what the folder keeps."""
+        return UnwritableRunDir(self.path, self.error, kept)

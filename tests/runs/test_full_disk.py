@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from combee.files import append_whole
-from combee.runs.run_dir import RunDir, UnwritableRunDir
+from combee.files import UnwritableRunDir, append_whole
+from combee.runs.run_dir import RunDir
 from combee.sim import RunningServer, serve_in_thread
 from combee.sim.ace_script import ace_responder
 from tests.cli_helpers import COMBEE

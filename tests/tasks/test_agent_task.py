@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ from typer.testing import CliRunner
 
 import combee
 from combee.cli.main import app
+from combee.files import UnwritableRunDir
 from combee.llm import Endpoint
 from combee.sim import serve_in_thread
 from combee.sim.ace_script import ace_responder
@@ -158,3 +161,34 @@ def test_an_agent_that_returns_no_episode_costs_that_sample_only(tmp_path: Path)
     (failure,) = result.failures
     assert failure.sample_id == "A1" and "must return a combee.Episode" in failure.error
     assert failure.kind is None and result.summary["invalid_steps"] == 0
+
+
+def test_a_full_disk_while_keeping_episodes_stops_the_run_and_keeps_whole_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second batch's episodes meet a full disk halfway through their write: the run stops
+    with the error that names ``episodes.jsonl`` and the cause, and the file holds the first
+    batch's episodes, every line whole, as it did before the failed write."""
+    out = tmp_path / "run"
+    write = os.write
+    episode_writes = []
+
+    def disk_fills_on_the_second_batch(handle: int, data: Any) -> int:
+        if b'"messages"' in bytes(data[:4096]):
+            episode_writes.append(len(data))
+            if len(episode_writes) == 2:
+                write(handle, bytes(data)[:10])  # part of the first line goes in
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return write(handle, data)
+
+    with serve_in_thread(ace_responder) as server:
+        monkeypatch.setattr(os, "write", disk_fills_on_the_second_batch)
+        with pytest.raises(UnwritableRunDir) as caught:
+            combee.train(
+                bank_task(async_agent), strategy="combee", batch_size=4, baseline=False,
+                llm=Endpoint("sim", base_url=server.base_url), run_dir=out,
+            )  # fmt: skip
+    message = str(caught.value)
+    assert str(out / "episodes.jsonl") in message and "the disk is full" in message
+    lines = (out / "episodes.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 4 and all(json.loads(line)["messages"] for line in lines)

@@ -30,10 +30,10 @@ from combee.engine.guards import check_evaluation, held
 from combee.engine.prepare import Prepared
 from combee.engine.results import TrainResult, usage_summary
 from combee.errors import RunFailedError
+from combee.files import UnwritableRunDir
 from combee.llm.client import LLM
 from combee.runs import CONFIG_FILE, RESULTS_FILE, ProfileRecorder, RunDir, RunRecorder, logging_to
 from combee.runs.kept import saying_what_is_kept
-from combee.runs.run_dir import UnwritableRunDir
 from combee.tasks.agent import AgentTask
 from combee.tasks.base import Sample
 

@@ -8,9 +8,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from combee.files import UnwritableRunDir
 from combee.runs.checkpoint import saved_iteration
 from combee.runs.layout import CONTEXTS_DIR, METRICS_FILE
-from combee.runs.run_dir import RunDir, UnwritableRunDir
+from combee.runs.run_dir import RunDir
 
 
 @contextmanager

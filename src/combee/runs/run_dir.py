@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import shutil
@@ -11,7 +10,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from combee.errors import OVERWRITE, ConfigError
-from combee.files import append_whole, write_whole
+from combee.files import UnwritableRunDir, append_whole, write_whole
 from combee.runs.layout import (
     CACHE_FILES,
     CONTEXTS_DIR,
@@ -182,30 +181,3 @@ def _locked_marker(folder: Path) -> IO[str] | None:
         marker.write("written by combee\n")
         marker.flush()
     return marker
-
-
-_CAUSES = {
-    errno.ENOSPC: "the disk is full",
-    errno.EDQUOT: "the disk quota is used up",
-    errno.EFBIG: "past the largest file this process may write: ulimit -f",
-    errno.EROFS: "a read-only file system",
-    errno.EACCES: "no permission to write there",
-}
-
-
-class UnwritableRunDir(ConfigError):
-    """A file of the run directory cannot be written (a full disk, a read-only folder); the
-    file is left as it was. ``kept`` says what the folder holds."""
-
-    def __init__(
-        self, path: Path, error: OSError, kept: str = "what was written before it stays"
-    ) -> None:
-        self.path = path
-        self.error = error
-        reason = error.strerror or str(error)
-        why = _CAUSES.get(error.errno or 0, "a full disk or a read-only folder?")
-        super().__init__(f"cannot write {path}: {reason} ({why}); {kept}", setting="run_dir")
-
-    def keeping(self, kept: str) -> UnwritableRunDir:
-        """The same failure, saying what the folder keeps."""
-        return UnwritableRunDir(self.path, self.error, kept)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from combee.core.types import Reflection, Trajectory
+from combee.files import UnwritableRunDir, append_whole
 from combee.llm.provenance import copied_spans
 from combee.methods.ace.playbook import Playbook
 from combee.methods.ace.traces import TraceAceMethod
@@ -104,8 +105,11 @@ class AgentAceMethod(TraceAceMethod):
         kept_ids = {id(reflection) for reflection in kept}
         records = [r.record for r in reflections if r.record is not None]
         if self.episodes_file is not None and records:
-            with self.episodes_file.open("a", encoding="utf-8") as out:
-                out.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+            lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+            try:
+                append_whole(self.episodes_file, lines)
+            except OSError as error:
+                raise UnwritableRunDir(self.episodes_file, error) from None
         for reflection in reflections:
             planted = self._planted(reflection.record)
             if not planted:
