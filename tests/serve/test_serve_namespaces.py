@@ -26,6 +26,8 @@ from starlette.routing import Route
 
 from combee.serve import serve_settings
 from combee.serve.running import GatewayThread, create_gateway
+from combee.serve.served_playbooks import NamespaceRefused, ServedPlaybooks
+from combee.serve.store import TraceStore
 
 OPERATOR = "operator-token-1"
 ANSWER = {
@@ -189,3 +191,27 @@ def test_one_namespace_reads_the_same_with_10000_namespaces(tmp_path: Path) -> N
     assert kept[0] == 200
     assert gate.store.namespace_count() == 10_000
     print(f"statements {alone}; built in {time.monotonic() - started:.0f} s")
+
+
+def test_the_store_keeps_max_namespaces_for_gateways_that_share_it(tmp_path: Path) -> None:
+    """Two gateways' playbook caches on one store, neither told of the other's namespaces: each
+    counted the store before the other made its own, so by its count there is room; the store,
+    which checks the bound in the write that makes a namespace, refuses the one too many."""
+    with TraceStore(tmp_path / "store") as store:
+        first, second = ServedPlaybooks(store, "", 5), ServedPlaybooks(store, "", 5)
+
+        async def make() -> list[str]:
+            await second.active("second-0")  # counts 0 namespaces, makes one
+            for n in range(4):
+                await first.active(f"first-{n}")  # counts 1, makes four: the store holds 5
+            refused = []
+            for name in ("second-1", "first-4"):
+                try:
+                    await (second if name.startswith("second") else first).active(name)
+                except NamespaceRefused as error:
+                    refused.append(str(error))
+            return refused
+
+        refused = asyncio.run(make())
+        assert store.namespace_count() == 5
+    assert len(refused) == 2 and all("max_namespaces" in message for message in refused)

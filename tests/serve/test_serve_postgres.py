@@ -252,3 +252,49 @@ def test_a_store_that_cannot_be_reached_is_one_line_without_its_password(command
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "cannot reach the PostgreSQL store" in lines[0]
     assert "--store" in lines[0] and "hunter2" not in result.output
+
+
+def test_two_replicas_keep_max_namespaces_between_them(
+    postgres: PostgresServer, tmp_path: Path
+) -> None:
+    """Both replicas allow 5 namespaces and take 12 new agent names each, all at once: the store
+    holds 5 namespaces, not 5 per replica; every refused agent hears why."""
+    most, names = 5, 12
+
+    async def burst(replicas: list[GatewayProcess]) -> list[tuple[str, int, str]]:
+        async def one(replica: GatewayProcess, name: str) -> tuple[str, int, str]:
+            client = openai.AsyncOpenAI(
+                base_url=replica.url + "/v1", api_key="k", max_retries=0, timeout=120,
+                default_headers={"X-Combee-Agent": name},
+            )  # fmt: skip
+            try:
+                await client.chat.completions.create(
+                    model="sim", messages=[{"role": "user", "content": f"request {name}"}]
+                )
+                return name, 200, ""
+            except openai.APIStatusError as refused:
+                return name, refused.status_code, refused.message
+            finally:
+                await client.close()
+
+        return await asyncio.gather(
+            *(one(r, f"{r.url[-5:]}-agent-{n}") for n in range(names) for r in replicas)
+        )
+
+    with serve_in_thread(weather_model) as upstream:
+        flags = ("--rounds-folder", str(tmp_path / "rounds"), "--max-namespaces", str(most))
+        replicas = [
+            GatewayProcess(upstream.base_url, postgres.url, *flags, operator=OPERATOR) for _ in "ab"
+        ]
+        try:
+            answers = asyncio.run(burst(replicas))
+        finally:
+            for replica in replicas:
+                replica.stop()
+    with psycopg.connect(postgres.url) as db:
+        stored = {row[0] for row in db.execute("SELECT DISTINCT namespace FROM playbooks")}
+    served = {name for name, status, _ in answers if status == 200}
+    refused = [(status, message) for _, status, message in answers if status != 200]
+    assert len(stored) == most and served <= stored
+    assert len(served) + len(refused) == 2 * names
+    assert refused and all(s == 403 and "max_namespaces" in m for s, m in refused), refused

@@ -6,7 +6,9 @@ costs nothing per namespace: each is read again only when next asked for, so an 
 costs nothing, and concurrent requests of one namespace share one read.
 
 A namespace not yet in the store is made (its version 1, the starting playbook) unless the store
-already holds ``max_namespaces``: then the request is refused (:class:`NamespaceRefused`).
+already holds ``max_namespaces``: then the request is refused (:class:`NamespaceRefused`). The
+count kept here spares a full store a write per refusal; the store checks the bound again in the
+write that makes the namespace, so gateways that share one store keep it between them.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import asyncio
 from combee.serve.http_errors import BadRequest
 from combee.serve.records import PlaybookVersion
 from combee.serve.store import TraceStore
-from combee.serve.store_writes import ensure_first
+from combee.serve.store_writes import NamespaceLimit, ensure_first
 
 
 class NamespaceRefused(BadRequest):
@@ -79,6 +81,10 @@ class ServedPlaybooks:
                 self._counted = await asyncio.to_thread(self._store.namespace_count)
             if self._counted >= self._most:
                 raise NamespaceRefused(namespace, self._most)
-            await self._store.write_async(ensure_first(namespace, self._initial))
+            try:  # the store checks the bound again: other gateways may share it
+                await self._store.write_async(ensure_first(namespace, self._initial, self._most))
+            except NamespaceLimit:
+                self._counted = None
+                raise NamespaceRefused(namespace, self._most) from None
             if self._counted is not None:  # None: forgotten meanwhile, counted again next time
                 self._counted += 1

@@ -71,6 +71,10 @@ CREATE TABLE IF NOT EXISTS store_health (
     id INTEGER PRIMARY KEY,
     checked {real} NOT NULL
 );
+CREATE TABLE IF NOT EXISTS store_locks (
+    name TEXT PRIMARY KEY,
+    taken {real} NOT NULL
+);
 """
 
 SQLITE_SCHEMA = (

@@ -112,11 +112,36 @@ def add_version(version: PlaybookVersion, *, activate: bool, watermark: int | No
     return write
 
 
-def ensure_first(namespace: str, text: str) -> Write:
+class NamespaceLimit(Exception):
+    """A namespace not in the store, refused: the store holds ``most`` namespaces already."""
+
+    def __init__(self, namespace: str, most: int) -> None:
+        super().__init__(namespace, most)
+        self.namespace = namespace
+        self.most = most
+
+
+def ensure_first(namespace: str, text: str, most: int | None = None) -> Write:
     """Version 1 of ``namespace``, the starting playbook ``text`` (maybe empty), stored and
-    active unless the namespace has a version already."""
+    active unless the namespace has a version already; refused (:class:`NamespaceLimit`) when
+    it is new and the store holds ``most`` namespaces."""
 
     def write(db: Db) -> None:
+        if most is not None:
+            # The count and the insert under one lock row, which every writer of a new namespace
+            # takes in turn, so gateways sharing the store keep the bound between them.
+            db.execute(
+                "INSERT INTO store_locks (name, taken) VALUES ('namespaces', ?)"
+                " ON CONFLICT (name) DO UPDATE SET taken = excluded.taken",
+                (time.time(),),
+            )
+            known = db.execute(
+                "SELECT 1 FROM playbooks WHERE namespace = ? AND version = 1", (namespace,)
+            ).fetchone()
+            if known is None:
+                row = db.execute("SELECT COUNT(DISTINCT namespace) FROM playbooks").fetchone()
+                if int(row[0]) >= most:
+                    raise NamespaceLimit(namespace, most)
         # Versions are numbered from 1: a namespace with any version has version 1.
         db.execute(
             "INSERT INTO playbooks (namespace, version, text, created, status, parent, traces,"
