@@ -103,3 +103,24 @@ def test_a_result_piped_elsewhere_is_printed_wide() -> None:
     )
     assert piped.stdout.strip() == "200"
     assert Console(file=io.StringIO()).width == 80  # what it would have been
+
+
+def test_emoji_codes_in_a_path_are_printed_as_written(tmp_path: Path) -> None:
+    """Rich reads ``:smile:`` as an emoji code; a file name that holds one is shown as it is,
+    on the error line and on the result line."""
+    missing = tmp_path / "data:smile:x.jsonl"
+    refused = run_combee("train", "--task", "jsonl", "--data", str(missing), "--model", "sim")
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert (
+        str(missing) in refused.stderr
+        and "\N{SMILING FACE WITH OPEN MOUTH AND SMILING EYES}" not in refused.stderr
+    )
+    out = tmp_path / "run:thumbs_up:"
+    with serve_in_thread(ace_responder) as server:
+        result = run_combee(
+            "train", "--train-limit", "2", "--val-limit", "0", "--test-limit", "1",
+            "--batch-size", "2", "--model", "sim", "--base-url", server.base_url,
+            "--out", str(out),
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert f"run directory: {out}" in result.stdout

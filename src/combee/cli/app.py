@@ -22,7 +22,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-err = Console(stderr=True)
+err = Console(stderr=True, emoji=False)  # ":smile:" in a file name stays as written
 T = TypeVar("T")
 
 
@@ -50,8 +50,8 @@ def _options(
 def stdout_console() -> Console:
     """The console a command prints its result on: the terminal's width, or, piped to a file or
     another program, wide enough that a table keeps its headers whole (not Rich's 80 columns)."""
-    console = Console()
-    return console if console.is_terminal else Console(width=200)
+    console = Console(emoji=False)
+    return console if console.is_terminal else Console(width=200, emoji=False)
 
 
 def fail(message: str) -> typer.Exit:

@@ -57,4 +57,4 @@ def progress_observer(progress: ProgressArg) -> LoopObserver | None:
         return None
     if place == "notebook":
         return NotebookProgress()
-    return ConsoleProgress(Console(stderr=True))
+    return ConsoleProgress(Console(stderr=True, emoji=False))

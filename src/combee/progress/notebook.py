@@ -26,7 +26,9 @@ class NotebookProgress(ConsoleProgress):
     left at its last state when the run ends."""
 
     def __init__(self, console: Console | None = None, *, evaluation_lines: bool = True) -> None:
-        super().__init__(console or Console(force_jupyter=True), evaluation_lines=evaluation_lines)
+        super().__init__(
+            console or Console(force_jupyter=True, emoji=False), evaluation_lines=evaluation_lines
+        )
         self._display: _Display | None = None
         self._drawn = 0.0
 

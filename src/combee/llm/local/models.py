@@ -328,7 +328,7 @@ def _progress_bar(enabled: bool) -> Progress:
         DownloadColumn(),
         TransferSpeedColumn(),
         TimeRemainingColumn(),
-        console=Console(stderr=True),
+        console=Console(stderr=True, emoji=False),
         disable=not enabled,
         transient=True,
     )
